@@ -1,0 +1,75 @@
+"""Results are values: one frozen record per check, shared by every tier and report."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["CheckResult", "Status"]
+
+
+class Status(str, enum.Enum):
+    """The verdict of one check.
+
+    ``NOT_PROVABLE`` is never a pass: the exact tier says it when the implementation's decisions
+    do not line up with the exact cells, and leaves the verdict to the statistical tier.
+    """
+
+    PASSED = "passed"
+    FAILED = "failed"
+    NOT_PROVABLE = "not_provable"
+    SKIPPED = "skipped"
+    ERROR = "error"  # the implementation crashed, hung or returned garbage
+
+    @property
+    def ok(self) -> bool:
+        """Whether this verdict lets a gate pass (skipped and not provable do not fail it)."""
+        return self in (Status.PASSED, Status.SKIPPED, Status.NOT_PROVABLE)
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """One check's verdict and its evidence.
+
+    Attributes:
+        tier: contract, greedy, exact, parity, properties, statistical or generation.
+        name: the check's stable name within its tier.
+        status: the verdict.
+        message: one human sentence: what was proven, or what went wrong and where.
+        statistic / pvalue / alpha / n: filled by statistical checks.
+        details: the evidence (observed vs expected, counterexample), JSON-serialisable.
+        repro: one command line that reproduces this result.
+    """
+
+    tier: str
+    name: str
+    status: Status
+    message: str = ""
+    statistic: float | None = None
+    pvalue: float | None = None
+    alpha: float | None = None
+    n: int | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+    repro: str = ""
+    seconds: float = 0.0
+
+    @property
+    def passed(self) -> bool:
+        return self.status is Status.PASSED
+
+    def to_json(self) -> dict[str, Any]:
+        """A plain-JSON view (Fractions in details must already be strings)."""
+        return {
+            "tier": self.tier,
+            "name": self.name,
+            "status": self.status.value,
+            "message": self.message,
+            "statistic": self.statistic,
+            "pvalue": self.pvalue,
+            "alpha": self.alpha,
+            "n": self.n,
+            "details": self.details,
+            "repro": self.repro,
+            "seconds": self.seconds,
+        }
