@@ -1,0 +1,154 @@
+"""``verify_draft``: keep a prefix of the draft and add one token of the target's own.
+
+Draw order (seed section 2.5, pinned in CONTRACT.md): per verified position ``u_accept`` then
+``u_resample``, always both; the bonus is one ``sample``; greedy draws nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Optional
+
+import numpy as np
+from numpy.typing import NDArray
+
+from .errors import InvalidDraft, InvalidLogits, InvalidParams
+from .rejection import speculative_step
+from .sampling import (
+    SamplingParams,
+    UniformSource,
+    argmax_lowest,
+    sample,
+    sampling_distribution,
+    validate_ids,
+)
+
+__all__ = ["DRAFT_ROW_TOLERANCE", "verify_draft"]
+
+DRAFT_ROW_TOLERANCE = 1e-6  # a draft row must sum to 1 within this
+
+
+def _check_target_logits(target_logits: object, m: int) -> NDArray[np.float64]:
+    rows = np.asarray(target_logits, dtype=np.float64)
+    if rows.ndim != 2 or rows.shape[0] != m + 1 or rows.shape[1] < 1:
+        raise InvalidLogits(
+            "target_logits",
+            target_logits,
+            f"has shape {rows.shape}; it must be (m + 1, V) = ({m + 1}, V) for m = {m} drafts",
+            "pass the last m + 1 rows of the target's pass",
+        )
+    if np.isnan(rows).any():
+        where = [tuple(int(i) for i in ij) for ij in np.argwhere(np.isnan(rows))[:3]]
+        raise InvalidLogits("target_logits", rows, f"has NaN at (row, id) {where}")
+    return rows
+
+
+def _check_draft_probs(draft_probs: object, ids: list[int], V: int) -> NDArray[np.float64]:
+    m = len(ids)
+    q = np.asarray(draft_probs, dtype=np.float64)
+    if q.ndim != 2 or q.shape != (m, V):
+        raise InvalidDraft(
+            "draft_probs",
+            draft_probs,
+            f"has shape {q.shape}; it must be (m, V) = ({m}, {V})",
+            "one draft distribution per drafted token, or None for a deterministic draft",
+        )
+    if not np.isfinite(q).all() or (q < 0).any():
+        raise InvalidDraft("draft_probs", q, "must be finite and non-negative")
+    for i, (row, x) in enumerate(zip(q, ids)):
+        total = float(np.sum(row))
+        if abs(total - 1.0) > DRAFT_ROW_TOLERANCE:
+            raise InvalidDraft("draft_probs", q, f"row {i} sums to {total!r}; each row must sum to 1")
+        if row[x] <= 0.0:
+            raise InvalidDraft(
+                "draft_probs",
+                q,
+                f"row {i} gives the drafted token {x} probability 0; a draft can only propose "
+                "tokens it could draw",
+                "pass the distribution the token was sampled from",
+            )
+    return q
+
+
+def verify_draft(
+    target_logits: object,
+    draft_ids: Sequence[int],
+    draft_probs: object,
+    p: SamplingParams,
+    history: Sequence[int],
+    rng: Optional[UniformSource],
+    prompt: Sequence[int] = (),
+) -> tuple[list[int], int]:
+    """Verify ``m`` drafted tokens against the target's ``m + 1`` rows.
+
+    Args:
+        target_logits: ``(m + 1, V)`` logits: after the context, after ``x_1``, ..., ``x_m``.
+        draft_ids: the drafted tokens ``x_1..x_m``.
+        draft_probs: ``(m, V)`` draft distributions the tokens were drawn from, or ``None``
+            for a deterministic draft (one-hot ``q``). Ignored when greedy.
+        p: sampling parameters; ``temperature == 0`` is greedy verification.
+        history: tokens generated before this round (penalties also see kept drafts).
+        rng: the uniform source; unused (may be None) when greedy.
+        prompt: the prompt (the repetition penalty sees it).
+
+    Returns:
+        ``(emitted_ids, n_accepted)`` with ``len(emitted_ids) == n_accepted + 1``.
+
+    Raises:
+        InvalidLogits, InvalidDraft, InvalidParams: bad shapes, ids, rows, parameters.
+
+    >>> import math
+    >>> rows = [[0, 1, 3], [2, 1, 0], [0, 5, 1]]
+    >>> verify_draft(rows, [2, 1], None, SamplingParams(temperature=0), [], None)
+    ([2, 0], 1)
+    """
+    if not isinstance(p, SamplingParams):
+        raise InvalidParams("p", p, "must be a SamplingParams")
+    if isinstance(draft_ids, (str, bytes)) or not isinstance(draft_ids, Sequence | np.ndarray):
+        raise InvalidDraft("draft_ids", draft_ids, "must be a sequence of token ids")
+    m = len(draft_ids)
+    rows = _check_target_logits(target_logits, m)
+    V = rows.shape[1]
+    ids = validate_ids("draft_ids", draft_ids, V)
+    history = validate_ids("history", history, V)
+    prompt = validate_ids("prompt", prompt, V)
+    if p.greedy:
+        return _verify_greedy(rows, ids, p, history, prompt)
+    if rng is None or not callable(getattr(rng, "random", None)):
+        raise InvalidParams("rng", rng, "sampled verification needs a uniform source")
+    q = None if draft_probs is None else _check_draft_probs(draft_probs, ids, V)
+    kept: list[int] = []
+    for i, x in enumerate(ids):
+        p_i = sampling_distribution(rows[i], p, history + kept, prompt)
+        q_i = q[i] if q is not None else _one_hot(x, V)
+        u_accept = rng.random()
+        u_resample = rng.random()
+        token, accepted = speculative_step(p_i, q_i, x, u_accept, u_resample)
+        if not accepted:
+            return kept + [token], len(kept)
+        kept.append(token)
+    bonus = sample(sampling_distribution(rows[m], p, history + kept, prompt), rng)
+    return kept + [bonus], m
+
+
+def _verify_greedy(
+    rows: NDArray[np.float64],
+    ids: list[int],
+    p: SamplingParams,
+    history: list[int],
+    prompt: list[int],
+) -> tuple[list[int], int]:
+    kept: list[int] = []
+    for i, x in enumerate(ids):
+        best = argmax_lowest(sampling_distribution(rows[i], p, history + kept, prompt))
+        if x != best:
+            return kept + [best], len(kept)
+        kept.append(x)
+    best = argmax_lowest(sampling_distribution(rows[len(ids)], p, history + kept, prompt))
+    return kept + [best], len(ids)
+
+
+def _one_hot(x: int, V: int) -> NDArray[np.float64]:
+    q = np.zeros(V)
+    q[x] = 1.0
+    return q
