@@ -1,0 +1,916 @@
+//! The C ABI of `spec_verify/spec_verify.h`, version 1.
+//!
+//! Every exported function validates its pointers and lengths, runs the safe core inside
+//! `catch_unwind` (a panic becomes `SV_E_INTERNAL`, never an unwind or abort across the
+//! boundary), records a message for `sv_last_error`, and writes its outputs only on success.
+
+use std::cell::RefCell;
+use std::ffi::{c_char, c_void, CStr, CString};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use crate::error::{
+    fail, status_name, SvError, SvResult, SV_E_BAD_PARAM, SV_E_BUFFER, SV_E_CALLBACK,
+    SV_E_DISTRIBUTION, SV_E_ID_RANGE, SV_E_INTERNAL, SV_E_NULL, SV_E_SHAPE, SV_E_ZERO_DRAFT_PROB,
+    SV_OK,
+};
+use crate::lookup::{prompt_lookup, validate_lookup};
+use crate::pcg32::{request_rng, Pcg32};
+use crate::sampling::{check_probs, sample_with, sampling_distribution, SamplingParams};
+use crate::verify::{speculative_step, verify_draft};
+
+/// The ABI version this library implements.
+pub const ABI_VERSION: u32 = 1;
+
+/// `sv_sampling_params`.
+pub type SvSamplingParams = SamplingParams;
+
+/// `sv_uniform_fn`: the next uniform in `[0, 1)` of the caller's stream.
+pub type SvUniformFn = Option<unsafe extern "C" fn(ctx: *mut c_void) -> f64>;
+
+thread_local! {
+    static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
+}
+
+fn set_last_error(message: &str) {
+    let clean = CString::new(message.replace('\0', "\\0")).unwrap_or_default();
+    LAST_ERROR.with(|cell| *cell.borrow_mut() = clean);
+}
+
+/// Runs `body`, turning errors and panics into status codes and the thread's last error.
+fn guard<F: FnOnce() -> SvResult<()>>(body: F) -> i32 {
+    set_last_error("");
+    match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(Ok(())) => SV_OK,
+        Ok(Err(error)) => {
+            set_last_error(&error.message);
+            error.code
+        }
+        Err(payload) => {
+            let what = payload
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".to_string());
+            set_last_error(&format!(
+                "internal error in the port (a bug, not your input): {what}"
+            ));
+            SV_E_INTERNAL
+        }
+    }
+}
+
+fn length(name: &str, n: i64) -> SvResult<usize> {
+    if n < 0 {
+        return fail(SV_E_SHAPE, format!("{name}={n}: must be >= 0"));
+    }
+    usize::try_from(n).map_err(|_| SvError::new(SV_E_SHAPE, format!("{name}={n}: too large")))
+}
+
+fn check_array<T>(name: &str, ptr: *const T, n: usize) -> SvResult<()> {
+    if n == 0 {
+        return Ok(());
+    }
+    if ptr.is_null() {
+        return fail(
+            SV_E_NULL,
+            format!("{name}: is NULL but must hold {n} values"),
+        );
+    }
+    if (ptr as usize) & (std::mem::align_of::<T>() - 1) != 0 {
+        return fail(
+            SV_E_SHAPE,
+            format!("{name}: pointer is not aligned for its element type"),
+        );
+    }
+    match n.checked_mul(std::mem::size_of::<T>()) {
+        Some(bytes) if bytes <= isize::MAX as usize => Ok(()),
+        _ => fail(
+            SV_E_SHAPE,
+            format!("{name}: {n} values do not fit in memory"),
+        ),
+    }
+}
+
+/// A read-only slice of `n` values (empty, and `ptr` unread, when `n == 0`).
+///
+/// Safety: when `n > 0`, `ptr` must point to `n` readable values for the call's duration.
+unsafe fn input<'a, T>(name: &str, ptr: *const T, n: usize) -> SvResult<&'a [T]> {
+    check_array(name, ptr, n)?;
+    if n == 0 {
+        return Ok(&[]);
+    }
+    Ok(std::slice::from_raw_parts(ptr, n))
+}
+
+/// A writable slice of `n` values.
+///
+/// Safety: when `n > 0`, `ptr` must point to `n` writable values for the call's duration.
+unsafe fn output<'a, T>(name: &str, ptr: *mut T, n: usize) -> SvResult<&'a mut [T]> {
+    check_array(name, ptr as *const T, n)?;
+    if n == 0 {
+        return Ok(&mut []);
+    }
+    Ok(std::slice::from_raw_parts_mut(ptr, n))
+}
+
+/// A required out-pointer to one value.
+unsafe fn out_ref<'a, T>(name: &str, ptr: *mut T) -> SvResult<&'a mut T> {
+    check_array(name, ptr as *const T, 1)?;
+    Ok(&mut *ptr)
+}
+
+fn check_uniform(name: &str, u: f64) -> SvResult<()> {
+    if !(0.0..1.0).contains(&u) {
+        return fail(SV_E_BAD_PARAM, format!("{name}={u:?}: must be in [0, 1)"));
+    }
+    Ok(())
+}
+
+/// `uint32_t sv_abi_version(void)`.
+#[no_mangle]
+pub extern "C" fn sv_abi_version() -> u32 {
+    ABI_VERSION
+}
+
+/// `const char* sv_last_error(void)`: the thread's last error message ("" if none).
+#[no_mangle]
+pub extern "C" fn sv_last_error() -> *const c_char {
+    LAST_ERROR.with(|cell| cell.borrow().as_ptr())
+}
+
+/// `const char* sv_status_name(int32_t status)`.
+#[no_mangle]
+pub extern "C" fn sv_status_name(status: i32) -> *const c_char {
+    const NAMES: [(i32, &CStr); 11] = [
+        (SV_OK, c"SV_OK"),
+        (crate::error::SV_E_SHAPE, c"SV_E_SHAPE"),
+        (crate::error::SV_E_ID_RANGE, c"SV_E_ID_RANGE"),
+        (crate::error::SV_E_NAN, c"SV_E_NAN"),
+        (crate::error::SV_E_ZERO_DRAFT_PROB, c"SV_E_ZERO_DRAFT_PROB"),
+        (crate::error::SV_E_BAD_PARAM, c"SV_E_BAD_PARAM"),
+        (crate::error::SV_E_BUFFER, c"SV_E_BUFFER"),
+        (crate::error::SV_E_CALLBACK, c"SV_E_CALLBACK"),
+        (crate::error::SV_E_DISTRIBUTION, c"SV_E_DISTRIBUTION"),
+        (crate::error::SV_E_NULL, c"SV_E_NULL"),
+        (crate::error::SV_E_INTERNAL, c"SV_E_INTERNAL"),
+    ];
+    debug_assert!(NAMES
+        .iter()
+        .all(|(c, n)| status_name(*c).as_bytes() == n.to_bytes()));
+    NAMES
+        .iter()
+        .find(|(c, _)| *c == status)
+        .map_or(c"SV_E_UNKNOWN", |(_, n)| n)
+        .as_ptr()
+}
+
+/// `int32_t sv_pcg32_u32(uint64_t initstate, uint64_t initseq, int64_t n, uint32_t* out)`.
+///
+/// # Safety
+/// `out` must point to `n` writable `uint32_t` (or be anything when `n == 0`).
+#[no_mangle]
+pub unsafe extern "C" fn sv_pcg32_u32(initstate: u64, initseq: u64, n: i64, out: *mut u32) -> i32 {
+    guard(|| {
+        let n = length("n", n)?;
+        let out = output("out", out, n)?;
+        let mut rng = Pcg32::new(initstate, initseq);
+        for slot in out.iter_mut() {
+            *slot = rng.next_u32();
+        }
+        Ok(())
+    })
+}
+
+/// `int32_t sv_pcg32_uniforms(uint64_t initstate, uint64_t initseq, int64_t n, double* out)`.
+///
+/// # Safety
+/// `out` must point to `n` writable doubles (or be anything when `n == 0`).
+#[no_mangle]
+pub unsafe extern "C" fn sv_pcg32_uniforms(
+    initstate: u64,
+    initseq: u64,
+    n: i64,
+    out: *mut f64,
+) -> i32 {
+    guard(|| {
+        let n = length("n", n)?;
+        let out = output("out", out, n)?;
+        let mut rng = Pcg32::new(initstate, initseq);
+        for slot in out.iter_mut() {
+            *slot = rng.random();
+        }
+        Ok(())
+    })
+}
+
+/// `sv_sampling_distribution`: see the header.
+///
+/// # Safety
+/// Every pointer must be NULL or point to as many values as its length says.
+#[no_mangle]
+pub unsafe extern "C" fn sv_sampling_distribution(
+    logits: *const f64,
+    v: i64,
+    params: *const SvSamplingParams,
+    history: *const i64,
+    n_history: i64,
+    prompt: *const i64,
+    n_prompt: i64,
+    out_probs: *mut f64,
+) -> i32 {
+    guard(|| {
+        let v = length("V", v)?;
+        if v == 0 {
+            return fail(SV_E_SHAPE, "V=0: must be >= 1");
+        }
+        let logits = input("logits", logits, v)?;
+        let params = *out_ref("params", params as *mut SvSamplingParams)?;
+        let history = input("history", history, length("n_history", n_history)?)?;
+        let prompt = input("prompt", prompt, length("n_prompt", n_prompt)?)?;
+        let out = output("out_probs", out_probs, v)?;
+        params.validate()?;
+        let probs = sampling_distribution(logits, &params, history, prompt)?;
+        out.copy_from_slice(&probs);
+        Ok(())
+    })
+}
+
+/// `int32_t sv_sample(const double* dist, int64_t V, double u, int64_t* out_id)`.
+///
+/// # Safety
+/// `dist` must point to `V` doubles, `out_id` to one writable `int64_t`.
+#[no_mangle]
+pub unsafe extern "C" fn sv_sample(dist: *const f64, v: i64, u: f64, out_id: *mut i64) -> i32 {
+    guard(|| {
+        let v = length("V", v)?;
+        if v == 0 {
+            return fail(SV_E_SHAPE, "V=0: must be >= 1");
+        }
+        let dist = input("dist", dist, v)?;
+        let out_id = out_ref("out_id", out_id)?;
+        check_uniform("u", u)?;
+        check_probs("dist", dist)?;
+        *out_id = sample_with(dist, u) as i64;
+        Ok(())
+    })
+}
+
+/// `sv_speculative_step`: see the header.
+///
+/// # Safety
+/// `p` and `q` must point to `V` doubles each; the out-pointers to one writable value each.
+#[no_mangle]
+pub unsafe extern "C" fn sv_speculative_step(
+    p: *const f64,
+    q: *const f64,
+    v: i64,
+    x: i64,
+    u_accept: f64,
+    u_resample: f64,
+    out_token: *mut i64,
+    out_accepted: *mut i32,
+) -> i32 {
+    guard(|| {
+        let v = length("V", v)?;
+        if v == 0 {
+            return fail(SV_E_SHAPE, "V=0: must be >= 1");
+        }
+        let p = input("p", p, v)?;
+        let q = input("q", q, v)?;
+        let out_token = out_ref("out_token", out_token)?;
+        let out_accepted = out_ref("out_accepted", out_accepted)?;
+        check_uniform("u_accept", u_accept)?;
+        check_uniform("u_resample", u_resample)?;
+        if x < 0 || x as u64 >= v as u64 {
+            return fail(SV_E_ID_RANGE, format!("x={x}: must be in [0, {v})"));
+        }
+        check_probs("p", p)?;
+        if let Some(i) = q.iter().position(|t| !t.is_finite() || *t < 0.0) {
+            return fail(
+                SV_E_DISTRIBUTION,
+                format!(
+                    "q: entry {i} is {:?}; probabilities must be finite and >= 0",
+                    q[i]
+                ),
+            );
+        }
+        if q[x as usize] <= 0.0 {
+            return fail(
+                SV_E_ZERO_DRAFT_PROB,
+                format!("q: gives the drafted token {x} probability 0"),
+            );
+        }
+        let (token, accepted) = speculative_step(p, q, x as usize, u_accept, u_resample);
+        *out_token = token as i64;
+        *out_accepted = i32::from(accepted);
+        Ok(())
+    })
+}
+
+/// `sv_verify_draft`: see the header.
+///
+/// # Safety
+/// Every pointer must be NULL or point to as many values as the header says; `uniform`, if
+/// not NULL, must be callable with `uniform_ctx`.
+#[no_mangle]
+pub unsafe extern "C" fn sv_verify_draft(
+    target_logits: *const f64,
+    m: i64,
+    v: i64,
+    draft_ids: *const i64,
+    draft_probs: *const f64,
+    params: *const SvSamplingParams,
+    history: *const i64,
+    n_history: i64,
+    prompt: *const i64,
+    n_prompt: i64,
+    uniform: SvUniformFn,
+    uniform_ctx: *mut c_void,
+    pcg_seed: u64,
+    out_ids: *mut i64,
+    out_capacity: i64,
+    out_n_emitted: *mut i64,
+    out_n_accepted: *mut i64,
+) -> i32 {
+    guard(|| {
+        let m = length("m", m)?;
+        let v = length("V", v)?;
+        if v == 0 {
+            return fail(SV_E_SHAPE, "V=0: must be >= 1");
+        }
+        let rows = m
+            .checked_add(1)
+            .and_then(|r| r.checked_mul(v))
+            .ok_or_else(|| {
+                SvError::new(
+                    SV_E_SHAPE,
+                    format!("(m + 1) * V overflows for m={m}, V={v}"),
+                )
+            })?;
+        let target_logits = input("target_logits", target_logits, rows)?;
+        let draft_ids = input("draft_ids", draft_ids, m)?;
+        let params = *out_ref("params", params as *mut SvSamplingParams)?;
+        let draft_probs = if draft_probs.is_null() || params.is_greedy() {
+            None
+        } else {
+            Some(input("draft_probs", draft_probs, m * v)?)
+        };
+        let history = input("history", history, length("n_history", n_history)?)?;
+        let prompt = input("prompt", prompt, length("n_prompt", n_prompt)?)?;
+        let capacity = length("out_capacity", out_capacity)?;
+        let out_n_emitted = out_ref("out_n_emitted", out_n_emitted)?;
+        let out_n_accepted = out_ref("out_n_accepted", out_n_accepted)?;
+        let out_ids = output("out_ids", out_ids, capacity)?;
+        params.validate()?;
+        if capacity < m + 1 {
+            return fail(
+                SV_E_BUFFER,
+                format!("out_capacity={capacity}: must be >= m + 1 = {}", m + 1),
+            );
+        }
+        let verified = match uniform {
+            Some(callback) => verify_draft(
+                target_logits,
+                v,
+                draft_ids,
+                draft_probs,
+                &params,
+                history,
+                prompt,
+                || {
+                    let u = callback(uniform_ctx);
+                    if (0.0..1.0).contains(&u) {
+                        Ok(u)
+                    } else {
+                        fail(
+                            SV_E_CALLBACK,
+                            format!("uniform: returned {u:?}; uniforms must be in [0, 1)"),
+                        )
+                    }
+                },
+            )?,
+            None => {
+                let mut rng = request_rng(pcg_seed);
+                verify_draft(
+                    target_logits,
+                    v,
+                    draft_ids,
+                    draft_probs,
+                    &params,
+                    history,
+                    prompt,
+                    || Ok(rng.random()),
+                )?
+            }
+        };
+        out_ids[..verified.emitted.len()].copy_from_slice(&verified.emitted);
+        *out_n_emitted = verified.emitted.len() as i64;
+        *out_n_accepted = verified.n_accepted as i64;
+        Ok(())
+    })
+}
+
+/// `sv_prompt_lookup`: see the header.
+///
+/// # Safety
+/// `ctx` must point to `n_ctx` values, `out_ids` to `out_capacity` writable values, `out_n` to
+/// one writable value.
+#[no_mangle]
+pub unsafe extern "C" fn sv_prompt_lookup(
+    ctx: *const i64,
+    n_ctx: i64,
+    k: i64,
+    max_ngram: i64,
+    min_ngram: i64,
+    out_ids: *mut i64,
+    out_capacity: i64,
+    out_n: *mut i64,
+) -> i32 {
+    guard(|| {
+        let n_ctx = length("n_ctx", n_ctx)?;
+        let ctx = input("ctx", ctx, n_ctx)?;
+        let capacity = length("out_capacity", out_capacity)?;
+        let out_n = out_ref("out_n", out_n)?;
+        let out_ids = output("out_ids", out_ids, capacity)?;
+        validate_lookup(k, max_ngram, min_ngram)?;
+        let k = usize::try_from(k).unwrap_or(usize::MAX);
+        let needed = k.min(n_ctx);
+        if capacity < needed {
+            return fail(
+                SV_E_BUFFER,
+                format!("out_capacity={capacity}: must be >= min(k, n_ctx) = {needed}"),
+            );
+        }
+        let max_ngram = usize::try_from(max_ngram).unwrap_or(usize::MAX);
+        let min_ngram = usize::try_from(min_ngram).unwrap_or(usize::MAX);
+        let draft = prompt_lookup(ctx, k, max_ngram, min_ngram);
+        out_ids[..draft.len()].copy_from_slice(&draft);
+        *out_n = draft.len() as i64;
+        Ok(())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn last_error() -> String {
+        unsafe { CStr::from_ptr(sv_last_error()) }
+            .to_string_lossy()
+            .into_owned()
+    }
+
+    #[test]
+    fn version_and_names() {
+        assert_eq!(sv_abi_version(), 1);
+        let name = |c| {
+            unsafe { CStr::from_ptr(sv_status_name(c)) }
+                .to_str()
+                .unwrap()
+                .to_string()
+        };
+        assert_eq!(name(SV_OK), "SV_OK");
+        assert_eq!(name(SV_E_BUFFER), "SV_E_BUFFER");
+        assert_eq!(name(12345), "SV_E_UNKNOWN");
+        for (code, n) in crate::error::STATUS_NAMES {
+            assert_eq!(name(code), n);
+        }
+    }
+
+    #[test]
+    fn params_layout() {
+        assert_eq!(std::mem::size_of::<SvSamplingParams>(), 56);
+        assert_eq!(std::mem::align_of::<SvSamplingParams>(), 8);
+    }
+
+    #[test]
+    fn pcg32_through_the_abi() {
+        let mut u32s = [0u32; 6];
+        assert_eq!(unsafe { sv_pcg32_u32(42, 54, 6, u32s.as_mut_ptr()) }, SV_OK);
+        assert_eq!(
+            u32s,
+            [0xa15c02b7, 0x7b47f409, 0xba1d3330, 0x83d2f293, 0xbfa4784b, 0xcbed606e]
+        );
+        let mut us = [0f64; 6];
+        assert_eq!(
+            unsafe { sv_pcg32_uniforms(42, 54, 6, us.as_mut_ptr()) },
+            SV_OK
+        );
+        for (u, w) in us.iter().zip(u32s) {
+            assert_eq!(*u, w as f64 / 4294967296.0);
+        }
+        assert_eq!(
+            unsafe { sv_pcg32_uniforms(42, 54, 0, std::ptr::null_mut()) },
+            SV_OK
+        );
+        assert_eq!(
+            unsafe { sv_pcg32_uniforms(42, 54, -1, us.as_mut_ptr()) },
+            SV_E_SHAPE
+        );
+        assert_eq!(
+            unsafe { sv_pcg32_uniforms(42, 54, 3, std::ptr::null_mut()) },
+            SV_E_NULL
+        );
+        assert!(last_error().contains("out"), "{}", last_error());
+    }
+
+    struct Replay {
+        values: Vec<f64>,
+        drawn: usize,
+    }
+
+    unsafe extern "C" fn replay(ctx: *mut c_void) -> f64 {
+        let replay = &mut *(ctx as *mut Replay);
+        let u = replay.values.get(replay.drawn).copied().unwrap_or(-1.0);
+        replay.drawn += 1;
+        u
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn verify(
+        logits: &[f64],
+        v: i64,
+        ids: &[i64],
+        probs: Option<&[f64]>,
+        params: &SvSamplingParams,
+        uniform: SvUniformFn,
+        ctx: *mut c_void,
+        seed: u64,
+        capacity: i64,
+    ) -> (i32, Vec<i64>, i64) {
+        let mut out = vec![-7i64; capacity.max(0) as usize];
+        let (mut n_emitted, mut n_accepted) = (-1i64, -1i64);
+        let status = sv_verify_draft(
+            logits.as_ptr(),
+            ids.len() as i64,
+            v,
+            ids.as_ptr(),
+            probs.map_or(std::ptr::null(), |p| p.as_ptr()),
+            params,
+            std::ptr::null(),
+            0,
+            std::ptr::null(),
+            0,
+            uniform,
+            ctx,
+            seed,
+            out.as_mut_ptr(),
+            capacity,
+            &mut n_emitted,
+            &mut n_accepted,
+        );
+        if status == SV_OK {
+            out.truncate(n_emitted as usize);
+        }
+        (status, out, n_accepted)
+    }
+
+    #[test]
+    fn verify_hand_example_with_a_callback() {
+        let logits: Vec<f64> = [2.0f64, 1.0, 1.0, 1.0, 1.0, 1.0]
+            .iter()
+            .map(|w| w.ln())
+            .collect();
+        let q = [0.25, 0.5, 0.25];
+        let mut rng = Replay {
+            values: vec![0.7, 0.4],
+            drawn: 0,
+        };
+        let ctx = &mut rng as *mut Replay as *mut c_void;
+        let (status, ids, accepted) = unsafe {
+            verify(
+                &logits,
+                3,
+                &[1],
+                Some(&q),
+                &SamplingParams::default(),
+                Some(replay),
+                ctx,
+                0,
+                2,
+            )
+        };
+        assert_eq!((status, ids, accepted), (SV_OK, vec![0], 0));
+        assert_eq!(rng.drawn, 2);
+    }
+
+    #[test]
+    fn verify_greedy_hand_example() {
+        let rows = [0.0, 1.0, 3.0, 2.0, 1.0, 0.0, 0.0, 5.0, 1.0];
+        let g = SamplingParams::greedy();
+        let (status, ids, accepted) = unsafe {
+            verify(
+                &rows,
+                3,
+                &[2, 0],
+                None,
+                &g,
+                None,
+                std::ptr::null_mut(),
+                0,
+                3,
+            )
+        };
+        assert_eq!((status, ids, accepted), (SV_OK, vec![2, 0, 1], 2));
+    }
+
+    #[test]
+    fn verify_with_pcg_stream_matches_explicit_uniforms() {
+        // uniform == NULL draws request_rng(seed); replaying the same uniforms gives the same ids.
+        let logits: Vec<f64> = (0..4 * 5).map(|i| ((i * 7919) % 13) as f64 / 3.0).collect();
+        let ids = [1i64, 3, 0];
+        let p = SamplingParams::default();
+        for seed in 0..50u64 {
+            let mut us = vec![0.0; 16];
+            unsafe { sv_pcg32_uniforms(seed, 54, 16, us.as_mut_ptr()) };
+            let mut rng = Replay {
+                values: us,
+                drawn: 0,
+            };
+            let ctx = &mut rng as *mut Replay as *mut c_void;
+            let a = unsafe {
+                verify(
+                    &logits,
+                    5,
+                    &ids,
+                    None,
+                    &p,
+                    None,
+                    std::ptr::null_mut(),
+                    seed,
+                    4,
+                )
+            };
+            let b = unsafe { verify(&logits, 5, &ids, None, &p, Some(replay), ctx, 0, 4) };
+            assert_eq!(a, b, "seed {seed}");
+            assert_eq!(a.0, SV_OK);
+        }
+    }
+
+    #[test]
+    fn verify_errors() {
+        let t = [0.0; 6];
+        let p = SamplingParams::default();
+        let null = std::ptr::null_mut();
+        let (status, _, _) = unsafe { verify(&t, 3, &[0], None, &p, None, null, 0, 1) };
+        assert_eq!(status, SV_E_BUFFER);
+        assert!(last_error().contains("out_capacity"), "{}", last_error());
+        // a callback out of [0, 1) fails the call
+        let mut rng = Replay {
+            values: vec![1.0],
+            drawn: 0,
+        };
+        let ctx = &mut rng as *mut Replay as *mut c_void;
+        let (status, _, _) = unsafe { verify(&t, 3, &[0], None, &p, Some(replay), ctx, 0, 2) };
+        assert_eq!(status, SV_E_CALLBACK);
+        let mut rng = Replay {
+            values: vec![f64::NAN],
+            drawn: 0,
+        };
+        let ctx = &mut rng as *mut Replay as *mut c_void;
+        let (status, _, _) = unsafe { verify(&t, 3, &[0], None, &p, Some(replay), ctx, 0, 2) };
+        assert_eq!(status, SV_E_CALLBACK);
+        // bad params
+        let bad = SamplingParams {
+            temperature: -1.0,
+            ..p
+        };
+        let (status, _, _) = unsafe { verify(&t, 3, &[0], None, &bad, None, null, 0, 2) };
+        assert_eq!(status, SV_E_BAD_PARAM);
+        // NULL params and outputs
+        let mut out = [0i64; 2];
+        let (mut a, mut b) = (0i64, 0i64);
+        let status = unsafe {
+            sv_verify_draft(
+                t.as_ptr(),
+                1,
+                3,
+                [0i64].as_ptr(),
+                std::ptr::null(),
+                std::ptr::null(),
+                std::ptr::null(),
+                0,
+                std::ptr::null(),
+                0,
+                None,
+                null,
+                0,
+                out.as_mut_ptr(),
+                2,
+                &mut a,
+                &mut b,
+            )
+        };
+        assert_eq!(status, SV_E_NULL);
+        let status = unsafe {
+            sv_verify_draft(
+                t.as_ptr(),
+                -1,
+                3,
+                std::ptr::null(),
+                std::ptr::null(),
+                &p,
+                std::ptr::null(),
+                0,
+                std::ptr::null(),
+                0,
+                None,
+                null,
+                0,
+                out.as_mut_ptr(),
+                2,
+                &mut a,
+                &mut b,
+            )
+        };
+        assert_eq!(status, SV_E_SHAPE);
+        // success clears the message
+        let (status, _, _) = unsafe { verify(&t, 3, &[0], None, &p, None, null, 0, 2) };
+        assert_eq!(status, SV_OK);
+        assert_eq!(last_error(), "");
+    }
+
+    #[test]
+    fn sampling_distribution_through_the_abi() {
+        let logits = [0.0, 1.0, 1.0];
+        let mut out = [9.0; 3];
+        let g = SamplingParams::greedy();
+        let history = [2i64];
+        let status = unsafe {
+            sv_sampling_distribution(
+                logits.as_ptr(),
+                3,
+                &g,
+                history.as_ptr(),
+                1,
+                std::ptr::null(),
+                0,
+                out.as_mut_ptr(),
+            )
+        };
+        assert_eq!(status, SV_OK);
+        assert_eq!(out, [0.0, 1.0, 0.0]);
+        let bad_history = [3i64];
+        let status = unsafe {
+            sv_sampling_distribution(
+                logits.as_ptr(),
+                3,
+                &g,
+                bad_history.as_ptr(),
+                1,
+                std::ptr::null(),
+                0,
+                out.as_mut_ptr(),
+            )
+        };
+        assert_eq!(status, SV_E_ID_RANGE);
+        assert!(last_error().contains("history"));
+    }
+
+    #[test]
+    fn sample_and_step_through_the_abi() {
+        let mut id = -1i64;
+        assert_eq!(
+            unsafe { sv_sample([0.5, 0.0, 0.5].as_ptr(), 3, 0.6, &mut id) },
+            SV_OK
+        );
+        assert_eq!(id, 2);
+        assert_eq!(
+            unsafe { sv_sample([0.5, 0.5].as_ptr(), 2, 1.0, &mut id) },
+            SV_E_BAD_PARAM
+        );
+        assert_eq!(
+            unsafe { sv_sample([0.0, 0.0].as_ptr(), 2, 0.5, &mut id) },
+            SV_E_DISTRIBUTION
+        );
+        let (mut token, mut accepted) = (-1i64, -1i32);
+        let p = [0.5, 0.25, 0.25];
+        let q = [0.25, 0.5, 0.25];
+        let status = unsafe {
+            sv_speculative_step(
+                p.as_ptr(),
+                q.as_ptr(),
+                3,
+                1,
+                0.7,
+                0.4,
+                &mut token,
+                &mut accepted,
+            )
+        };
+        assert_eq!((status, token, accepted), (SV_OK, 0, 0));
+        let status = unsafe {
+            sv_speculative_step(
+                p.as_ptr(),
+                q.as_ptr(),
+                3,
+                1,
+                0.3,
+                0.9,
+                &mut token,
+                &mut accepted,
+            )
+        };
+        assert_eq!((status, token, accepted), (SV_OK, 1, 1));
+        let q0 = [0.0, 0.5, 0.5];
+        let status = unsafe {
+            sv_speculative_step(
+                p.as_ptr(),
+                q0.as_ptr(),
+                3,
+                0,
+                0.3,
+                0.9,
+                &mut token,
+                &mut accepted,
+            )
+        };
+        assert_eq!(status, SV_E_ZERO_DRAFT_PROB);
+    }
+
+    #[test]
+    fn prompt_lookup_through_the_abi() {
+        let ctx = [1i64, 2, 3, 9, 1, 2];
+        let mut out = [0i64; 3];
+        let mut n = -1i64;
+        let status =
+            unsafe { sv_prompt_lookup(ctx.as_ptr(), 6, 3, 3, 1, out.as_mut_ptr(), 3, &mut n) };
+        assert_eq!((status, n, out), (SV_OK, 3, [3, 9, 1]));
+        let status =
+            unsafe { sv_prompt_lookup(ctx.as_ptr(), 6, 3, 3, 1, out.as_mut_ptr(), 2, &mut n) };
+        assert_eq!(status, SV_E_BUFFER);
+        let status =
+            unsafe { sv_prompt_lookup(ctx.as_ptr(), 6, -1, 3, 1, out.as_mut_ptr(), 3, &mut n) };
+        assert_eq!(status, SV_E_BAD_PARAM);
+        let status = unsafe {
+            sv_prompt_lookup(
+                std::ptr::null(),
+                0,
+                3,
+                3,
+                1,
+                std::ptr::null_mut(),
+                0,
+                &mut n,
+            )
+        };
+        assert_eq!((status, n), (SV_OK, 0));
+    }
+
+    #[test]
+    fn header_matches_the_crate() {
+        // The header lives in the Python package; the crate must export exactly its functions
+        // and use exactly its status codes.
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../spec_verify/spec_verify.h"
+        );
+        let header = std::fs::read_to_string(path).expect("spec_verify/spec_verify.h is readable");
+        let mut codes = Vec::new();
+        let mut functions = Vec::new();
+        for line in header.lines() {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            if words.len() >= 3
+                && words[0] == "#define"
+                && (words[1] == "SV_OK" || words[1].starts_with("SV_E_"))
+            {
+                codes.push((words[2].parse::<i32>().unwrap(), words[1].to_string()));
+            }
+            if words.first() == Some(&"#define") && words.get(1) == Some(&"SV_ABI_VERSION") {
+                assert_eq!(words[2].parse::<u32>().unwrap(), ABI_VERSION);
+            }
+            // A declaration starts at column 0 with its return type: `int32_t sv_name(`.
+            let declaration = ["uint32_t sv_", "int32_t sv_", "const char* sv_"]
+                .iter()
+                .find(|prefix| line.starts_with(**prefix));
+            if let Some(prefix) = declaration {
+                let rest = &line[prefix.len() - 3..];
+                let name: String = rest
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                functions.push(name);
+            }
+        }
+        let expected: Vec<(i32, String)> = crate::error::STATUS_NAMES
+            .iter()
+            .map(|(c, n)| (*c, n.to_string()))
+            .collect();
+        assert_eq!(codes, expected);
+        functions.sort();
+        let mut exported = vec![
+            "sv_abi_version",
+            "sv_last_error",
+            "sv_status_name",
+            "sv_pcg32_u32",
+            "sv_pcg32_uniforms",
+            "sv_sampling_distribution",
+            "sv_sample",
+            "sv_speculative_step",
+            "sv_verify_draft",
+            "sv_prompt_lookup",
+        ];
+        exported.sort();
+        assert_eq!(functions, exported);
+    }
+}

@@ -1,0 +1,546 @@
+//! The sampling distribution and inverse-CDF sampling (CONTRACT.md section 2).
+//!
+//! Mirrors `reference/sampling.py` operation for operation: penalties, then greedy one-hot or
+//! temperature, top-k, softmax, top-p, min-p and renormalisation; every sum is sequential in
+//! ascending id order, every tie goes to the lowest id.
+
+use crate::error::{
+    fail, SvResult, SV_E_BAD_PARAM, SV_E_DISTRIBUTION, SV_E_ID_RANGE, SV_E_NAN, SV_E_SHAPE,
+};
+use std::cmp::Ordering;
+
+/// CONTRACT.md's `SamplingParams` without the generation-only fields. `#[repr(C)]`: this is
+/// also the ABI's `sv_sampling_params` (seven 8-byte fields, 56 bytes).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SamplingParams {
+    pub temperature: f64,
+    pub top_k: i64,
+    pub top_p: f64,
+    pub min_p: f64,
+    pub repetition_penalty: f64,
+    pub presence_penalty: f64,
+    pub frequency_penalty: f64,
+}
+
+impl Default for SamplingParams {
+    fn default() -> Self {
+        SamplingParams {
+            temperature: 1.0,
+            top_k: 0,
+            top_p: 1.0,
+            min_p: 0.0,
+            repetition_penalty: 1.0,
+            presence_penalty: 0.0,
+            frequency_penalty: 0.0,
+        }
+    }
+}
+
+impl SamplingParams {
+    /// Greedy parameters (temperature 0), everything else off.
+    pub fn greedy() -> Self {
+        SamplingParams {
+            temperature: 0.0,
+            ..Self::default()
+        }
+    }
+
+    /// `temperature == 0`: argmax, no uniform.
+    pub fn is_greedy(&self) -> bool {
+        self.temperature == 0.0
+    }
+
+    /// Checks every field against CONTRACT.md's ranges (all must be finite).
+    pub fn validate(&self) -> SvResult<()> {
+        check_real(
+            "temperature",
+            self.temperature,
+            self.temperature >= 0.0,
+            ">= 0",
+        )?;
+        if self.top_k < 0 {
+            return fail(
+                SV_E_BAD_PARAM,
+                format!("params.top_k={}: must be >= 0 (0 turns it off)", self.top_k),
+            );
+        }
+        check_real(
+            "top_p",
+            self.top_p,
+            self.top_p > 0.0 && self.top_p <= 1.0,
+            "in (0, 1]",
+        )?;
+        check_real(
+            "min_p",
+            self.min_p,
+            (0.0..=1.0).contains(&self.min_p),
+            "in [0, 1]",
+        )?;
+        check_real(
+            "repetition_penalty",
+            self.repetition_penalty,
+            self.repetition_penalty > 0.0,
+            "> 0",
+        )?;
+        check_real("presence_penalty", self.presence_penalty, true, "any value")?;
+        check_real(
+            "frequency_penalty",
+            self.frequency_penalty,
+            true,
+            "any value",
+        )?;
+        Ok(())
+    }
+}
+
+fn check_real(name: &str, value: f64, ok: bool, rule: &str) -> SvResult<()> {
+    if !value.is_finite() || !ok {
+        return fail(
+            SV_E_BAD_PARAM,
+            format!("params.{name}={value:?}: must be finite and {rule}"),
+        );
+    }
+    Ok(())
+}
+
+/// Every id in `[0, v)`; the error names `argument` and the first bad entry.
+pub fn validate_ids(argument: &str, ids: &[i64], v: usize) -> SvResult<()> {
+    for (i, &id) in ids.iter().enumerate() {
+        if id < 0 || id as u64 >= v as u64 {
+            return fail(
+                SV_E_ID_RANGE,
+                format!("{argument}: entry {i} is {id}; ids must be in [0, {v})"),
+            );
+        }
+    }
+    Ok(())
+}
+
+/// One row of logits: no NaN, no +inf, at least one finite entry.
+pub fn check_logits_row(argument: &str, row: &[f64]) -> SvResult<()> {
+    if row.is_empty() {
+        return fail(SV_E_SHAPE, format!("{argument}: must hold V >= 1 logits"));
+    }
+    if let Some(i) = row.iter().position(|x| x.is_nan()) {
+        return fail(SV_E_NAN, format!("{argument}: has NaN at id {i}"));
+    }
+    if let Some(i) = row.iter().position(|&x| x == f64::INFINITY) {
+        return fail(
+            SV_E_NAN,
+            format!("{argument}: has +inf at id {i}; logits must be finite or -inf"),
+        );
+    }
+    if !row.iter().any(|x| x.is_finite()) {
+        return fail(
+            SV_E_NAN,
+            format!("{argument}: has no finite entry: every token would be banned"),
+        );
+    }
+    Ok(())
+}
+
+/// A probability vector: finite, non-negative, with a positive entry.
+pub fn check_probs(argument: &str, probs: &[f64]) -> SvResult<()> {
+    if let Some(i) = probs.iter().position(|x| !x.is_finite() || *x < 0.0) {
+        return fail(
+            SV_E_DISTRIBUTION,
+            format!(
+                "{argument}: entry {i} is {:?}; probabilities must be finite and >= 0",
+                probs[i]
+            ),
+        );
+    }
+    if !probs.iter().any(|&x| x > 0.0) {
+        return fail(
+            SV_E_DISTRIBUTION,
+            format!("{argument}: has no positive entry"),
+        );
+    }
+    Ok(())
+}
+
+/// Index of the maximum, ties to the lowest id (numpy's `argmax`: a NaN wins, first one).
+///
+/// Planted bug `bug_ties_highest`: ties go to the highest id.
+pub fn argmax(values: &[f64]) -> usize {
+    let mut best = 0;
+    for (i, &x) in values.iter().enumerate().skip(1) {
+        let current = values[best];
+        if current.is_nan() {
+            break;
+        }
+        #[cfg(not(feature = "bug_ties_highest"))]
+        let better = x > current || x.is_nan();
+        #[cfg(feature = "bug_ties_highest")]
+        let better = x >= current || x.is_nan();
+        if better {
+            best = i;
+        }
+    }
+    best
+}
+
+/// Left-to-right sum (ascending id): the contract's "sequential sum".
+pub fn sequential_sum(values: &[f64]) -> f64 {
+    let mut total = 0.0;
+    for &x in values {
+        total += x;
+    }
+    total
+}
+
+/// Ids ordered by `(-value, id)`: largest first, ties to the lowest id.
+fn order_desc(values: &[f64]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..values.len()).collect();
+    order.sort_by(|&a, &b| {
+        values[b]
+            .partial_cmp(&values[a])
+            .unwrap_or(Ordering::Equal)
+            .then(a.cmp(&b))
+    });
+    order
+}
+
+/// The penalised logits (CONTRACT.md 2.1): repetition sees `prompt + history` (distinct ids),
+/// presence and frequency see `history`; applied as `reference/sampling.py` applies them.
+/// Ids must already be validated.
+fn penalised(row: &[f64], p: &SamplingParams, history: &[i64], prompt: &[i64]) -> Vec<f64> {
+    let v = row.len();
+    let mut out = row.to_vec();
+    if p.repetition_penalty != 1.0 {
+        let mut seen = vec![false; v];
+        for &t in prompt.iter().chain(history.iter()) {
+            seen[t as usize] = true;
+        }
+        for (t, value) in out.iter_mut().enumerate() {
+            if seen[t] {
+                *value = if *value > 0.0 {
+                    *value / p.repetition_penalty
+                } else {
+                    *value * p.repetition_penalty
+                };
+            }
+        }
+    }
+    if p.presence_penalty != 0.0 || p.frequency_penalty != 0.0 {
+        let mut counts = vec![0u64; v];
+        for &t in history {
+            counts[t as usize] += 1;
+        }
+        for (t, value) in out.iter_mut().enumerate() {
+            if counts[t] > 0 {
+                // One subtraction of (presence + frequency * count), as the reference does.
+                *value -= p.presence_penalty + p.frequency_penalty * counts[t] as f64;
+            }
+        }
+    }
+    out
+}
+
+/// `sampling_distribution(logits, p, history, prompt)`: validates, then computes.
+pub fn sampling_distribution(
+    logits: &[f64],
+    p: &SamplingParams,
+    history: &[i64],
+    prompt: &[i64],
+) -> SvResult<Vec<f64>> {
+    p.validate()?;
+    check_logits_row("logits", logits)?;
+    let v = logits.len();
+    validate_ids("history", history, v)?;
+    validate_ids("prompt", prompt, v)?;
+    distribution_unchecked(logits, p, history, prompt)
+}
+
+/// The distribution for inputs already validated (params, row, ids). Can still fail with
+/// `SV_E_NAN` when no token survives (an overflow in the penalties or the temperature).
+pub(crate) fn distribution_unchecked(
+    logits: &[f64],
+    p: &SamplingParams,
+    history: &[i64],
+    prompt: &[i64],
+) -> SvResult<Vec<f64>> {
+    let v = logits.len();
+    let mut row = penalised(logits, p, history, prompt);
+    if p.is_greedy() {
+        let mut one_hot = vec![0.0; v];
+        one_hot[argmax(&row)] = 1.0;
+        return Ok(one_hot);
+    }
+    for x in row.iter_mut() {
+        *x /= p.temperature;
+    }
+    if p.top_k > 0 && (p.top_k as u64) < v as u64 {
+        let order = order_desc(&row);
+        for &t in &order[p.top_k as usize..] {
+            row[t] = f64::NEG_INFINITY;
+        }
+    }
+    // Non-finite entries (-inf, or +inf from an overflow) get probability 0, as in the
+    // reference; the maximum is over the finite ones.
+    let mut max = f64::NEG_INFINITY;
+    let mut any_finite = false;
+    for &x in &row {
+        if x.is_finite() {
+            any_finite = true;
+            if x > max {
+                max = x;
+            }
+        }
+    }
+    if !any_finite {
+        return fail(SV_E_NAN, "logits: no token survives the filters");
+    }
+    let e: Vec<f64> = row
+        .iter()
+        .map(|&x| if x.is_finite() { (x - max).exp() } else { 0.0 })
+        .collect();
+    let total = sequential_sum(&e);
+    let mut probs: Vec<f64> = e.iter().map(|&x| x / total).collect();
+    let mut keep: Vec<bool> = probs.iter().map(|&x| x > 0.0).collect();
+    if p.top_p < 1.0 {
+        let mut top_p_keep = vec![false; v];
+        let mut running = 0.0;
+        for t in order_desc(&probs) {
+            if running >= p.top_p {
+                break;
+            }
+            top_p_keep[t] = true;
+            running += probs[t];
+        }
+        for (k, tk) in keep.iter_mut().zip(top_p_keep) {
+            *k &= tk;
+        }
+    }
+    if p.min_p > 0.0 {
+        let mut max_kept = f64::NEG_INFINITY;
+        for (t, &x) in probs.iter().enumerate() {
+            if keep[t] && x > max_kept {
+                max_kept = x;
+            }
+        }
+        let threshold = p.min_p * max_kept;
+        for (t, &x) in probs.iter().enumerate() {
+            keep[t] &= x >= threshold;
+        }
+    }
+    // Renormalise only when a token of positive probability was dropped.
+    if probs.iter().zip(&keep).any(|(&x, &k)| x > 0.0 && !k) {
+        for (x, &k) in probs.iter_mut().zip(&keep) {
+            if !k {
+                *x = 0.0;
+            }
+        }
+        let total = sequential_sum(&probs);
+        for x in probs.iter_mut() {
+            *x /= total;
+        }
+    }
+    Ok(probs)
+}
+
+/// Inverse CDF with the uniform `u`: the first id with `u < c[id]` (`c` the sequential
+/// cumulative sum); if rounding leaves none, the highest id with positive probability.
+pub fn sample_with(probs: &[f64], u: f64) -> usize {
+    let mut c = 0.0;
+    for (t, &x) in probs.iter().enumerate() {
+        c += x;
+        if u < c {
+            return t;
+        }
+    }
+    probs
+        .iter()
+        .rposition(|&x| x > 0.0)
+        .unwrap_or(probs.len().saturating_sub(1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params(f: impl FnOnce(&mut SamplingParams)) -> SamplingParams {
+        let mut p = SamplingParams::default();
+        f(&mut p);
+        p
+    }
+
+    fn close(a: &[f64], b: &[f64]) -> bool {
+        a.len() == b.len() && a.iter().zip(b).all(|(x, y)| (x - y).abs() < 1e-12)
+    }
+
+    #[test]
+    fn greedy_is_one_hot_ties_to_lowest() {
+        let d =
+            sampling_distribution(&[0.0, 1.0, 1.0], &SamplingParams::greedy(), &[], &[]).unwrap();
+        assert_eq!(d, vec![0.0, 1.0, 0.0]);
+    }
+
+    #[test]
+    fn softmax_matches_closed_form() {
+        let d = sampling_distribution(
+            &[0.0, 2f64.ln(), f64::NEG_INFINITY],
+            &SamplingParams::default(),
+            &[],
+            &[],
+        )
+        .unwrap();
+        assert!(close(&d, &[1.0 / 3.0, 2.0 / 3.0, 0.0]));
+        assert_eq!(d[2], 0.0);
+    }
+
+    #[test]
+    fn temperature_divides_logits() {
+        let d = sampling_distribution(
+            &[0.0, 2f64.ln() * 2.0],
+            &params(|p| p.temperature = 2.0),
+            &[],
+            &[],
+        )
+        .unwrap();
+        assert!(close(&d, &[1.0 / 3.0, 2.0 / 3.0]));
+    }
+
+    #[test]
+    fn top_k_keeps_largest_ties_lowest() {
+        let d = sampling_distribution(&[1.0, 1.0, 1.0, 0.0], &params(|p| p.top_k = 2), &[], &[])
+            .unwrap();
+        assert!(close(&d, &[0.5, 0.5, 0.0, 0.0]));
+        let d = sampling_distribution(&[1.0, 2.0], &params(|p| p.top_k = 5), &[], &[]).unwrap();
+        assert!(d.iter().all(|&x| x > 0.0));
+    }
+
+    #[test]
+    fn top_p_keeps_shortest_prefix_reaching_it() {
+        // probs 0.5, 0.25, 0.25: top_p 0.5 keeps token 0 only; 0.6 keeps 0 and 1 (tie to lowest).
+        let logits = [2f64.ln(), 0.0, 0.0];
+        let d = sampling_distribution(&logits, &params(|p| p.top_p = 0.5), &[], &[]).unwrap();
+        assert_eq!(d, vec![1.0, 0.0, 0.0]);
+        let d = sampling_distribution(&logits, &params(|p| p.top_p = 0.6), &[], &[]).unwrap();
+        assert!(close(&d, &[2.0 / 3.0, 1.0 / 3.0, 0.0]));
+    }
+
+    #[test]
+    fn min_p_drops_below_fraction_of_max() {
+        let logits = [2f64.ln(), 0.0, -(2f64.ln())]; // 4:2:1
+        let d = sampling_distribution(&logits, &params(|p| p.min_p = 0.4), &[], &[]).unwrap();
+        assert!(close(&d, &[2.0 / 3.0, 1.0 / 3.0, 0.0]));
+    }
+
+    #[test]
+    fn penalties_see_their_histories() {
+        let g = SamplingParams::greedy();
+        // repetition sees the prompt: 2.0 / 4 = 0.5 < 1.0
+        let d = sampling_distribution(
+            &[2.0, 1.0],
+            &SamplingParams {
+                repetition_penalty: 4.0,
+                ..g
+            },
+            &[],
+            &[0],
+        )
+        .unwrap();
+        assert_eq!(d, vec![0.0, 1.0]);
+        // negative logits are multiplied
+        let d = sampling_distribution(
+            &[-1.0, -2.5],
+            &SamplingParams {
+                repetition_penalty: 3.0,
+                ..g
+            },
+            &[0],
+            &[],
+        )
+        .unwrap();
+        assert_eq!(d, vec![0.0, 1.0]);
+        // presence ignores the prompt
+        let d = sampling_distribution(
+            &[2.0, 1.0],
+            &SamplingParams {
+                presence_penalty: 5.0,
+                ..g
+            },
+            &[],
+            &[0],
+        )
+        .unwrap();
+        assert_eq!(d, vec![1.0, 0.0]);
+        // frequency counts occurrences: 3 - 2 * 0.75 = 1.5 < 2, 3 - 1 * 0.75 = 2.25 > 2
+        let p = SamplingParams {
+            frequency_penalty: 0.75,
+            ..g
+        };
+        assert_eq!(
+            sampling_distribution(&[3.0, 2.0], &p, &[0, 0], &[]).unwrap(),
+            vec![0.0, 1.0]
+        );
+        assert_eq!(
+            sampling_distribution(&[3.0, 2.0], &p, &[0], &[]).unwrap(),
+            vec![1.0, 0.0]
+        );
+    }
+
+    #[test]
+    fn errors() {
+        let p = SamplingParams::default();
+        let code = |r: SvResult<Vec<f64>>| r.unwrap_err().code;
+        assert_eq!(
+            code(sampling_distribution(&[f64::NAN, 0.0], &p, &[], &[])),
+            SV_E_NAN
+        );
+        assert_eq!(
+            code(sampling_distribution(&[f64::INFINITY, 0.0], &p, &[], &[])),
+            SV_E_NAN
+        );
+        assert_eq!(
+            code(sampling_distribution(&[f64::NEG_INFINITY; 2], &p, &[], &[])),
+            SV_E_NAN
+        );
+        assert_eq!(code(sampling_distribution(&[], &p, &[], &[])), SV_E_SHAPE);
+        assert_eq!(
+            code(sampling_distribution(&[0.0, 0.0], &p, &[2], &[])),
+            SV_E_ID_RANGE
+        );
+        assert_eq!(
+            code(sampling_distribution(&[0.0, 0.0], &p, &[], &[-1])),
+            SV_E_ID_RANGE
+        );
+        for bad in [
+            params(|p| p.temperature = -1.0),
+            params(|p| p.temperature = f64::INFINITY),
+            params(|p| p.top_k = -1),
+            params(|p| p.top_p = 0.0),
+            params(|p| p.top_p = 1.5),
+            params(|p| p.min_p = -0.1),
+            params(|p| p.min_p = f64::NAN),
+            params(|p| p.repetition_penalty = 0.0),
+            params(|p| p.presence_penalty = f64::INFINITY),
+            params(|p| p.frequency_penalty = f64::NAN),
+        ] {
+            assert_eq!(
+                code(sampling_distribution(&[0.0], &bad, &[], &[])),
+                SV_E_BAD_PARAM,
+                "{bad:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn sample_with_inverse_cdf() {
+        let d = [0.5, 0.0, 0.5];
+        assert_eq!(sample_with(&d, 0.0), 0);
+        assert_eq!(sample_with(&d, 0.4999), 0);
+        assert_eq!(sample_with(&d, 0.5), 2);
+        assert_eq!(sample_with(&d, 0.6), 2);
+        // rounding fallback: the highest id with positive probability
+        assert_eq!(sample_with(&[0.3, 0.3, 0.0], 0.9), 1);
+    }
+
+    #[test]
+    fn argmax_ties() {
+        assert_eq!(argmax(&[1.0, 3.0, 3.0, 0.0]), 1);
+        assert_eq!(argmax(&[5.0]), 0);
+    }
+}

@@ -1,0 +1,248 @@
+/*
+ * spec_verify.h -- the spec-verify C ABI, version 1.
+ *
+ * A port of the speculative-decoding contract (reference/CONTRACT.md) exports these functions
+ * from a shared library; the harness loads it as `ffi:path/to/lib.so` and gates it (contract,
+ * greedy, exact, parity, statistical tiers). The Rust port in rust/spec_verify_port implements
+ * it; any other language can, as long as it keeps the symbols, types and rules below.
+ *
+ * Conventions
+ * -----------
+ * - Every function except sv_abi_version, sv_last_error and sv_status_name returns an int32_t
+ *   status: SV_OK (0) or one of the negative SV_E_* codes below. On error the out-parameters
+ *   hold unspecified values (never read them) and sv_last_error() says what went wrong.
+ * - Arrays are plain, contiguous, row-major. An array argument paired with a length n may be
+ *   NULL when n == 0; otherwise NULL is SV_E_NULL. Lengths are int64_t; a negative length is
+ *   SV_E_SHAPE.
+ * - Token ids are int64_t and must lie in [0, V) wherever a vocabulary size V is given
+ *   (SV_E_ID_RANGE otherwise). Prompt lookup has no V and accepts any int64_t id.
+ * - All arithmetic is IEEE-754 binary64 ("double"); sums are sequential, left to right in
+ *   ascending token id order, exactly as CONTRACT.md pins them.
+ * - The library keeps no global mutable state apart from the thread-local error message;
+ *   every function is safe to call from several threads at once.
+ * - No call ever unwinds or aborts across this boundary: an internal failure (a bug in the
+ *   port) returns SV_E_INTERNAL.
+ *
+ * Validation order: when several rules are broken, a call reports the first failing check in
+ * this order: SV_E_NULL and SV_E_SHAPE (pointers, lengths), SV_E_BAD_PARAM (sampling or lookup
+ * parameters), SV_E_BUFFER (output capacity), SV_E_ID_RANGE (draft ids, history, prompt),
+ * SV_E_NAN (logits), SV_E_DISTRIBUTION and SV_E_ZERO_DRAFT_PROB (draft_probs, row by row).
+ * All of these are checked before the first uniform is drawn. Only SV_E_CALLBACK, and
+ * SV_E_NAN for an overflow that appears mid-computation, can happen after draws began.
+ */
+#ifndef SPEC_VERIFY_H
+#define SPEC_VERIFY_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The ABI version this header describes. A loader must compare sv_abi_version() with it and
+ * refuse a library that reports another number: any change to a signature, a struct layout,
+ * a status code or a documented rule bumps it. */
+#define SV_ABI_VERSION 1
+
+/* ---- Status codes ------------------------------------------------------------------------ */
+
+#define SV_OK                  0   /* success */
+#define SV_E_SHAPE            -1   /* a length is negative or inconsistent: V < 1, m < 0,
+                                      n_history < 0, n_prompt < 0, n_ctx < 0, n < 0, or
+                                      (m + 1) * V overflows */
+#define SV_E_ID_RANGE         -2   /* a token id (draft_ids, history, prompt, x) not in [0, V) */
+#define SV_E_NAN              -3   /* logits hold NaN or +inf, a row has no finite entry (every
+                                      token banned), or no token survives the filters */
+#define SV_E_ZERO_DRAFT_PROB  -4   /* draft_probs gives a drafted token x_i probability 0
+                                      (q_i(x_i) <= 0): a draft can only propose what it draws */
+#define SV_E_BAD_PARAM        -5   /* a sampling parameter out of its range (see
+                                      sv_sampling_params), or a lookup parameter (k < 0,
+                                      min_ngram < 1, max_ngram < min_ngram) */
+#define SV_E_BUFFER           -6   /* out_capacity too small for the largest possible output */
+#define SV_E_CALLBACK         -7   /* the uniform callback returned a value outside [0, 1)
+                                      (NaN included); a callback signals its own failure
+                                      (e.g. a host-language exception) by returning -1.0 */
+#define SV_E_DISTRIBUTION     -8   /* a probability vector that is negative, non-finite, or
+                                      (draft_probs rows) does not sum to 1 within 1e-6, or
+                                      (sv_sample) has no positive entry */
+#define SV_E_NULL             -9   /* a required pointer is NULL */
+#define SV_E_INTERNAL       -100   /* the port failed internally (a caught panic): a bug in the
+                                      port, never in the caller's input */
+
+/* ---- Version and errors ------------------------------------------------------------------ */
+
+/* The ABI version the library implements: SV_ABI_VERSION (1) for this header. */
+uint32_t sv_abi_version(void);
+
+/* The message of the most recent failing call on the calling thread: names the argument, its
+ * value where short, and the rule (e.g. "draft_probs: row 1 sums to 0.5; each row must sum to
+ * 1 within 1e-6"). Every call except sv_abi_version, sv_last_error and sv_status_name clears
+ * it to "" first. The pointer stays valid until the next call on the same thread; copy it.
+ * Never NULL; UTF-8, NUL-terminated. */
+const char* sv_last_error(void);
+
+/* The name of a status code as a static string ("SV_OK", "SV_E_SHAPE", ...);
+ * "SV_E_UNKNOWN" for a number that is not a code. Never NULL. */
+const char* sv_status_name(int32_t status);
+
+/* ---- Sampling parameters ----------------------------------------------------------------- */
+
+/* CONTRACT.md section 2's SamplingParams without the generation-only fields (max_tokens, stop,
+ * seed). Every field must be finite; the valid ranges (else SV_E_BAD_PARAM) are:
+ *   temperature         >= 0     (0 is greedy: argmax, ties to the lowest id, no uniform)
+ *   top_k               >= 0     (0 is off; top_k >= V is off too)
+ *   top_p               in (0, 1] (1 is off)
+ *   min_p               in [0, 1] (0 is off)
+ *   repetition_penalty  > 0      (1 is off)
+ *   presence_penalty    any finite (0 is off)
+ *   frequency_penalty   any finite (0 is off)
+ * Layout: seven 8-byte fields in this order, no padding (56 bytes). */
+typedef struct sv_sampling_params {
+    double  temperature;
+    int64_t top_k;
+    double  top_p;
+    double  min_p;
+    double  repetition_penalty;
+    double  presence_penalty;
+    double  frequency_penalty;
+} sv_sampling_params;
+
+/* ---- Uniform source ---------------------------------------------------------------------- */
+
+/* A uniform source: each call returns the next uniform in [0, 1) of the caller's stream.
+ * ctx is passed through untouched. The library calls it only from the calling thread and only
+ * during the call it was passed to, and never after an error. Returning anything outside
+ * [0, 1) (NaN, -1.0, 1.0, ...) makes the call fail with SV_E_CALLBACK. */
+typedef double (*sv_uniform_fn)(void* ctx);
+
+/* ---- PCG32 (CONTRACT.md section 1) ------------------------------------------------------- */
+
+/* The first n outputs of Pcg32(initstate, initseq), seeded like pcg32_srandom_r, as uint32.
+ * out: n writable uint32_t (may be NULL when n == 0).
+ * Errors: SV_E_SHAPE (n < 0), SV_E_NULL. */
+int32_t sv_pcg32_u32(uint64_t initstate, uint64_t initseq, int64_t n, uint32_t* out);
+
+/* The first n uniforms of Pcg32(initstate, initseq): next_u32() * 2^-32, each in [0, 1).
+ * request_rng(seed) is initstate = seed, initseq = 54 (REQUEST_STREAM).
+ * out: n writable doubles (may be NULL when n == 0).
+ * Errors: SV_E_SHAPE (n < 0), SV_E_NULL. */
+int32_t sv_pcg32_uniforms(uint64_t initstate, uint64_t initseq, int64_t n, double* out);
+
+/* ---- Sampling (CONTRACT.md section 2) ---------------------------------------------------- */
+
+/* The target's sampling distribution for one row of logits: penalties, then greedy one-hot
+ * (temperature 0) or temperature, top-k, softmax, top-p, min-p, renormalisation, exactly in
+ * CONTRACT.md's order and tie rules.
+ *
+ * logits     V doubles, finite or -inf (NaN or +inf: SV_E_NAN; all -inf: SV_E_NAN).
+ * V          vocabulary size, >= 1.
+ * params     sampling parameters (not NULL).
+ * history    n_history generated ids in [0, V): what the presence and frequency penalties see
+ *            (with the prompt, what the repetition penalty sees). May be NULL if n_history == 0.
+ * prompt     n_prompt prompt ids in [0, V): seen by the repetition penalty only.
+ * out_probs  V writable doubles: the distribution (sums to 1; one-hot when temperature == 0).
+ * Errors: SV_E_NULL, SV_E_SHAPE, SV_E_BAD_PARAM, SV_E_ID_RANGE, SV_E_NAN. */
+int32_t sv_sampling_distribution(const double* logits, int64_t V,
+                                 const sv_sampling_params* params,
+                                 const int64_t* history, int64_t n_history,
+                                 const int64_t* prompt, int64_t n_prompt,
+                                 double* out_probs);
+
+/* Inverse-CDF sampling with a given uniform u: the first id whose sequential cumulative sum
+ * exceeds u (u < c[id]); if rounding leaves none, the highest id with dist[id] > 0.
+ * dist: V finite, non-negative doubles with at least one positive (else SV_E_DISTRIBUTION);
+ * it need not sum to 1 exactly. u must be in [0, 1) (else SV_E_BAD_PARAM).
+ * out_id: the sampled id.
+ * Errors: SV_E_NULL, SV_E_SHAPE, SV_E_BAD_PARAM, SV_E_DISTRIBUTION. */
+int32_t sv_sample(const double* dist, int64_t V, double u, int64_t* out_id);
+
+/* ---- Verification (CONTRACT.md section 3) ------------------------------------------------ */
+
+/* One verified position (the rejection step): accept x iff u_accept * q[x] < p[x]; otherwise
+ * the token is sv_sample(d / Z, u_resample) with d = max(0, p - q) and Z its sequential sum,
+ * or sv_sample(p, u_resample) if Z == 0.
+ * p, q: V probabilities each (finite, non-negative: else SV_E_DISTRIBUTION; p needs a positive
+ * entry); q[x] must be > 0 (else SV_E_ZERO_DRAFT_PROB). u_accept, u_resample in [0, 1) (else
+ * SV_E_BAD_PARAM). Outputs: out_token, and out_accepted = 1 if x was kept, else 0.
+ * Errors: SV_E_NULL, SV_E_SHAPE, SV_E_BAD_PARAM, SV_E_ID_RANGE, SV_E_DISTRIBUTION,
+ * SV_E_ZERO_DRAFT_PROB. */
+int32_t sv_speculative_step(const double* p, const double* q, int64_t V, int64_t x,
+                            double u_accept, double u_resample,
+                            int64_t* out_token, int32_t* out_accepted);
+
+/* verify_draft: keep a prefix x_1..x_n of the m drafted tokens and emit one more token of the
+ * target's own (the replacement at the first rejection, or the bonus after m keeps).
+ *
+ * target_logits  (m + 1) * V doubles, row-major: row i is the target's logits after the
+ *                context and x_1..x_i (row 0: after the context). No NaN, no +inf, and every
+ *                row needs a finite entry (else SV_E_NAN).
+ * m              number of drafted tokens, >= 0 (m == 0: only the bonus row).
+ * V              vocabulary size, >= 1.
+ * draft_ids      m ids in [0, V) (may be NULL if m == 0).
+ * draft_probs    m * V doubles, row-major: row i is the distribution q_i that x_i was drawn
+ *                from (finite, non-negative, each row sums to 1 within 1e-6: else
+ *                SV_E_DISTRIBUTION; q_i(x_i) > 0: else SV_E_ZERO_DRAFT_PROB). NULL means a
+ *                deterministic draft: q_i is one-hot on x_i. Ignored (not read, not checked)
+ *                when params->temperature == 0.
+ * params         sampling parameters (not NULL); temperature == 0 is greedy verification.
+ * history        n_history ids in [0, V) generated before this round. Row i's distribution
+ *                p_i = sv_sampling_distribution(row i, params, history + x_1..x_i, prompt):
+ *                the penalties see the drafts kept so far this round.
+ * prompt         n_prompt ids in [0, V) (the repetition penalty sees them).
+ * uniform        the uniform source, called with uniform_ctx; or NULL to draw from the
+ *                contract's request stream request_rng(pcg_seed) = Pcg32(pcg_seed, 54),
+ *                started afresh for this call.
+ * uniform_ctx    passed to uniform untouched (may be NULL).
+ * pcg_seed       the request seed, used only when uniform == NULL.
+ * out_ids        out_capacity writable int64_t; receives the *out_n_emitted emitted ids.
+ * out_capacity   must be >= m + 1 (the longest possible output), else SV_E_BUFFER, checked
+ *                before anything is drawn.
+ * out_n_emitted  receives the number of emitted ids, n + 1 (1 <= it <= m + 1).
+ * out_n_accepted receives n, the number of drafts kept (0 <= n <= m).
+ *
+ * Draw order (the parity tier checks it; CONTRACT.md section 3, seed section 2.5):
+ *   - greedy (temperature == 0): no uniform is ever drawn; keep x_i while it equals the
+ *     argmax of p_i (ties to the lowest id); at the first mismatch emit that argmax and stop;
+ *     after m keeps emit the argmax of row m.
+ *   - sampled: for i = 0, 1, ...: draw u_accept, then u_resample -- always both, whether or
+ *     not x_i is accepted -- then the rejection step (sv_speculative_step); stop at the first
+ *     rejection, emitting the replacement. After m keeps, draw exactly one more uniform for
+ *     the bonus: sv_sample(p_m, u). A round therefore draws 2 * (n + 1) uniforms when a draft
+ *     is rejected and 2 * m + 1 when all m are kept.
+ *
+ * Errors: SV_E_NULL, SV_E_SHAPE, SV_E_BAD_PARAM, SV_E_BUFFER, SV_E_ID_RANGE, SV_E_NAN,
+ * SV_E_DISTRIBUTION, SV_E_ZERO_DRAFT_PROB (all before any draw), SV_E_CALLBACK. */
+int32_t sv_verify_draft(const double* target_logits, int64_t m, int64_t V,
+                        const int64_t* draft_ids, const double* draft_probs,
+                        const sv_sampling_params* params,
+                        const int64_t* history, int64_t n_history,
+                        const int64_t* prompt, int64_t n_prompt,
+                        sv_uniform_fn uniform, void* uniform_ctx, uint64_t pcg_seed,
+                        int64_t* out_ids, int64_t out_capacity,
+                        int64_t* out_n_emitted, int64_t* out_n_accepted);
+
+/* ---- Prompt lookup (CONTRACT.md section 4) ----------------------------------------------- */
+
+/* PromptLookupDraft(max_ngram, min_ngram).propose(ctx, k): for n from
+ * min(max_ngram, n_ctx - 1) down to min_ngram, take the last n ids of ctx and find their most
+ * recent earlier occurrence (start s < n_ctx - n, largest s first); the first n that matches
+ * gives the draft ctx[s + n : s + n + k] (at most k ids; fewer at the end of ctx). No match,
+ * or k == 0, gives an empty draft. Deterministic: no uniform, no draft distribution.
+ *
+ * ctx          n_ctx ids (any int64_t values; may be NULL if n_ctx == 0).
+ * k            the most ids to propose, >= 0.
+ * max_ngram    the longest n-gram tried, >= min_ngram.
+ * min_ngram    the shortest n-gram tried, >= 1.
+ * out_ids      out_capacity writable int64_t; receives *out_n ids.
+ * out_capacity must be >= min(k, n_ctx) (the longest possible draft), else SV_E_BUFFER.
+ * out_n        receives the draft length, 0 <= *out_n <= min(k, n_ctx - 1).
+ * Errors: SV_E_NULL, SV_E_SHAPE, SV_E_BAD_PARAM, SV_E_BUFFER. */
+int32_t sv_prompt_lookup(const int64_t* ctx, int64_t n_ctx, int64_t k,
+                         int64_t max_ngram, int64_t min_ngram,
+                         int64_t* out_ids, int64_t out_capacity, int64_t* out_n);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SPEC_VERIFY_H */
