@@ -183,19 +183,34 @@ def expected_tokens_per_round(alpha: Fraction, k: int) -> Fraction:
 
 
 def step_table(p: Dist, q: Dist, x: int) -> list[tuple[str, str, str]]:
-    """Seed section 3's table for one position: (step, computation, result) rows."""
+    """Seed section 3's table for one position: (step, computation, result) rows.
+
+    One row per cell of the draws: the accept cell of ``u_accept`` and, after a rejection, one
+    cell of ``u_resample`` per token of the residual, each with its exact width.
+    """
     accept, _ = exact_step(p, q, x)
     d = [max(Fraction(0), a - b) for a, b in zip(p, q)]
     z = sum(d, Fraction(0))
     r = residual(p, q)
-    return [
-        ("acceptance probability", f"min(1, p[{x}]/q[{x}]) = min(1, {p[x]}/{q[x]})", str(accept)),
-        ("accept cell", f"u_accept in [0, {accept})", f"keep {x}"),
+    rows = [
+        ("acceptance probability", f"min(1, p[{x}]/q[{x}]) = min(1, ({p[x]})/({q[x]}))",
+         str(accept)),
         ("residual", f"max(0, p - q) = [{', '.join(map(str, d))}], Z = {z}",
          f"r = [{', '.join(map(str, r))}]"),
-        ("reject cell", f"u_accept in [{accept}, 1), then u_resample by inverse CDF of r",
-         "token by r"),
     ]
+    if accept > 0:
+        rows.append(("cell", f"u_accept in [0, {accept}), width {accept}", f"keep {x}"))
+    lo = Fraction(0)
+    for token, r_token in enumerate(r):
+        if r_token and accept < 1:
+            rows.append((
+                "cell",
+                f"u_accept in [{accept}, 1), u_resample in [{lo}, {lo + r_token}), width "
+                f"{(1 - accept) * r_token}",
+                f"emit {token}",
+            ))
+        lo += r_token
+    return rows
 
 
 def _one_hot(x: int, V: int) -> Dist:
