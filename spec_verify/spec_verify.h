@@ -12,8 +12,9 @@
  *   status: SV_OK (0) or one of the negative SV_E_* codes below. On error the out-parameters
  *   hold unspecified values (never read them) and sv_last_error() says what went wrong.
  * - Arrays are plain, contiguous, row-major. An array argument paired with a length n may be
- *   NULL when n == 0; otherwise NULL is SV_E_NULL. Lengths are int64_t; a negative length is
- *   SV_E_SHAPE.
+ *   NULL when n == 0; otherwise NULL is SV_E_NULL (and a pointer not aligned for its element
+ *   type is SV_E_SHAPE). Lengths are int64_t; a negative length is SV_E_SHAPE. Input arrays
+ *   are only read; output arrays are written only on SV_OK.
  * - Token ids are int64_t and must lie in [0, V) wherever a vocabulary size V is given
  *   (SV_E_ID_RANGE otherwise). Prompt lookup has no V and accepts any int64_t id.
  * - All arithmetic is IEEE-754 binary64 ("double"); sums are sequential, left to right in
