@@ -209,7 +209,9 @@ def build_port(
         raise PortBuildError(f"cargo could not be run: {error}", command) from error
     except subprocess.TimeoutExpired as error:
         output = error.stderr if isinstance(error.stderr, str) else ""
-        raise PortBuildError(f"cargo build did not finish in {timeout} s", command, output) from error
+        raise PortBuildError(
+            f"cargo build did not finish in {timeout} s", command, output
+        ) from error
     if done.returncode != 0:
         raise PortBuildError(
             f"cargo build failed with exit code {done.returncode}",
