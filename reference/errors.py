@@ -56,7 +56,7 @@ class ContextTooLong(InvalidPrompt):
 
 
 def _short(value: Any, limit: int = 80) -> str:
-    if hasattr(value, "shape") and hasattr(value, "dtype"):
+    if not isinstance(value, type) and hasattr(value, "shape") and hasattr(value, "dtype"):
         return f"<array shape={tuple(value.shape)} dtype={value.dtype}>"
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
