@@ -478,6 +478,15 @@ mod tests {
     }
 
     #[test]
+    fn panics_become_internal_errors() {
+        let status = guard(|| panic!("planted panic"));
+        assert_eq!(status, SV_E_INTERNAL);
+        assert!(last_error().contains("planted panic"), "{}", last_error());
+        assert_eq!(guard(|| Ok(())), SV_OK);
+        assert_eq!(last_error(), "");
+    }
+
+    #[test]
     fn params_layout() {
         assert_eq!(std::mem::size_of::<SvSamplingParams>(), 56);
         assert_eq!(std::mem::align_of::<SvSamplingParams>(), 8);
