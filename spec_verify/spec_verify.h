@@ -25,9 +25,10 @@
  *   port) returns SV_E_INTERNAL.
  *
  * Validation order: when several rules are broken, a call reports the first failing check in
- * this order: SV_E_NULL and SV_E_SHAPE (pointers, lengths), SV_E_BAD_PARAM (sampling or lookup
- * parameters), SV_E_BUFFER (output capacity), SV_E_ID_RANGE (draft ids, history, prompt),
- * SV_E_NAN (logits), SV_E_DISTRIBUTION and SV_E_ZERO_DRAFT_PROB (draft_probs, row by row).
+ * this order (the reference's): SV_E_NULL and SV_E_SHAPE (pointers, lengths), SV_E_BAD_PARAM
+ * (sampling or lookup parameters), SV_E_BUFFER (output capacity), SV_E_NAN (logits),
+ * SV_E_ID_RANGE (draft ids, then history, then prompt), SV_E_DISTRIBUTION and
+ * SV_E_ZERO_DRAFT_PROB (draft_probs, row by row).
  * All of these are checked before the first uniform is drawn. Only SV_E_CALLBACK, and
  * SV_E_NAN for an overflow that appears mid-computation, can happen after draws began.
  */

@@ -144,9 +144,6 @@ where
             }
         }
     }
-    validate_ids("draft_ids", draft_ids, v)?;
-    validate_ids("history", history, v)?;
-    validate_ids("prompt", prompt, v)?;
     if let Some(i) = target_logits.iter().position(|x| x.is_nan()) {
         return fail(
             crate::error::SV_E_NAN,
@@ -156,6 +153,9 @@ where
     for (i, row) in target_logits.chunks_exact(v).enumerate() {
         check_logits_row(&format!("target_logits row {i}"), row)?;
     }
+    validate_ids("draft_ids", draft_ids, v)?;
+    validate_ids("history", history, v)?;
+    validate_ids("prompt", prompt, v)?;
     let q_rows = if p.is_greedy() { None } else { draft_probs };
     if let Some(q) = q_rows {
         check_draft_probs(q, draft_ids, v)?;
@@ -538,6 +538,11 @@ mod tests {
         nan[4] = f64::NAN;
         assert_eq!(
             code(verify_draft(&nan, 3, &[0], None, &p, &[], &[], never)),
+            SV_E_NAN
+        );
+        // two rules broken: the header's order reports NaN before the id range
+        assert_eq!(
+            code(verify_draft(&nan, 3, &[9], None, &p, &[], &[], never)),
             SV_E_NAN
         );
         let mut inf = t;
