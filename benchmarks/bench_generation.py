@@ -48,15 +48,18 @@ def main() -> None:
     args = parser.parse_args()
     tok = bundled_tokenizer()
     prompt = tok.encode("the cat sat on the mat. the dog sat on the log. the cat")
-    print(f"bundled attention model, {args.tokens} tokens, k = {args.k}, median of "
-          f"{args.repeats}")
-    print(f"{'mode':<8} {'draft':<14} {'passes/token':>12} {'acceptance':>10} "
-          f"{'wall ms':>8} {'wall ratio vs plain':>20}")
+    print(f"bundled attention model, {args.tokens} tokens, k = {args.k}, median of {args.repeats}")
+    print(
+        f"{'mode':<8} {'draft':<14} {'passes/token':>12} {'acceptance':>10} "
+        f"{'wall ms':>8} {'wall ratio vs plain':>20}"
+    )
     for mode, temperature in (("greedy", 0.0), ("sampled", 1.0)):
         p = SamplingParams(temperature=temperature, max_tokens=args.tokens, seed=1)
-        plain, plain_s = timed(lambda: generate(bundled_target(), tok, prompt, p), args.repeats)
-        print(f"{mode:<8} {'(plain)':<14} {plain.stats['target_calls'] / len(plain.ids):>12.3f} "
-              f"{'-':>10} {plain_s * 1e3:>8.1f} {1.0:>20.2f}")
+        plain, plain_s = timed(lambda p=p: generate(bundled_target(), tok, prompt, p), args.repeats)
+        print(
+            f"{mode:<8} {'(plain)':<14} {plain.stats['target_calls'] / len(plain.ids):>12.3f} "
+            f"{'-':>10} {plain_s * 1e3:>8.1f} {1.0:>20.2f}"
+        )
         makers = {
             "prompt-lookup": PromptLookupDraft,
             "n-gram": lambda: NGramDraft(bundled_ngram()),
@@ -64,15 +67,18 @@ def main() -> None:
         }
         for name, make in makers.items():
             out, spec_s = timed(
-                lambda make=make: speculative_generate(bundled_target(), make(), tok, prompt, p,
-                                                       k=args.k),
+                lambda make=make, p=p: speculative_generate(
+                    bundled_target(), make(), tok, prompt, p, k=args.k
+                ),
                 args.repeats,
             )
             if temperature == 0:
                 assert out.ids == plain.ids, f"{name}: greedy output differs from plain"
-            print(f"{mode:<8} {name:<14} {out.stats['target_calls'] / len(out.ids):>12.3f} "
-                  f"{out.stats['acceptance_rate']:>10.2f} {spec_s * 1e3:>8.1f} "
-                  f"{spec_s / plain_s:>20.2f}")
+            print(
+                f"{mode:<8} {name:<14} {out.stats['target_calls'] / len(out.ids):>12.3f} "
+                f"{out.stats['acceptance_rate']:>10.2f} {spec_s * 1e3:>8.1f} "
+                f"{spec_s / plain_s:>20.2f}"
+            )
 
 
 if __name__ == "__main__":

@@ -5,6 +5,8 @@ Everything is built from seeded weights and the corpus below; nothing downloads.
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 from numpy.typing import NDArray
 
@@ -33,12 +35,13 @@ def bundled_tokenizer() -> CharTokenizer:
     return CharTokenizer()
 
 
-def bigram_logits(tok: CharTokenizer, text: str = CORPUS, add_k: float = 0.05,
-                  weight: float = 1.5) -> NDArray[np.float64]:
+def bigram_logits(
+    tok: CharTokenizer, text: str = CORPUS, add_k: float = 0.05, weight: float = 1.5
+) -> NDArray[np.float64]:
     """``weight * log P(next | current)`` from character bigram counts of ``text``."""
     ids = tok.encode(text)
     counts = np.full((tok.vocab_size, tok.vocab_size), add_k)
-    for a, b in zip(ids, ids[1:]):
+    for a, b in itertools.pairwise(ids):
         counts[a, b] += 1.0
     return np.asarray(weight * np.log(counts / counts.sum(axis=1, keepdims=True)))
 
@@ -46,17 +49,31 @@ def bigram_logits(tok: CharTokenizer, text: str = CORPUS, add_k: float = 0.05,
 def bundled_target(seed: int = 0, max_positions: int = 512) -> AttentionLM:
     """The bundled target: 2 layers, 4 heads, d_model 64, with a corpus bigram head."""
     tok = bundled_tokenizer()
-    return AttentionLM(vocab_size=tok.vocab_size, d_model=64, n_layers=2, n_heads=4,
-                       max_positions=max_positions, seed=seed, logit_scale=1.0,
-                       bigram_logits=bigram_logits(tok))
+    return AttentionLM(
+        vocab_size=tok.vocab_size,
+        d_model=64,
+        n_layers=2,
+        n_heads=4,
+        max_positions=max_positions,
+        seed=seed,
+        logit_scale=1.0,
+        bigram_logits=bigram_logits(tok),
+    )
 
 
 def bundled_draft_model(seed: int = 1, max_positions: int = 512) -> AttentionLM:
     """A smaller draft: 1 layer, 2 heads, d_model 16, the same bigram head."""
     tok = bundled_tokenizer()
-    return AttentionLM(vocab_size=tok.vocab_size, d_model=16, n_layers=1, n_heads=2,
-                       max_positions=max_positions, seed=seed, logit_scale=1.0,
-                       bigram_logits=bigram_logits(tok))
+    return AttentionLM(
+        vocab_size=tok.vocab_size,
+        d_model=16,
+        n_layers=1,
+        n_heads=2,
+        max_positions=max_positions,
+        seed=seed,
+        logit_scale=1.0,
+        bigram_logits=bigram_logits(tok),
+    )
 
 
 def bundled_ngram(order: int = 3) -> NGramLM:

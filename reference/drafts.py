@@ -8,7 +8,7 @@ deterministic draft (one-hot q). ``rng=None`` asks for the greedy guess.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Optional, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
@@ -24,8 +24,8 @@ __all__ = ["DraftModel", "ModelDraft", "NGramDraft", "PromptLookupDraft", "check
 
 class DraftModel(Protocol):
     def propose(
-        self, ctx: Sequence[int], k: int, rng: Optional[UniformSource]
-    ) -> tuple[list[int], Optional[NDArray[np.float64]]]: ...
+        self, ctx: Sequence[int], k: int, rng: UniformSource | None
+    ) -> tuple[list[int], NDArray[np.float64] | None]: ...
 
 
 def check_k(k: object) -> int:
@@ -48,8 +48,8 @@ class NGramDraft:
         self.lm = lm
 
     def propose(
-        self, ctx: Sequence[int], k: int, rng: Optional[UniformSource]
-    ) -> tuple[list[int], Optional[NDArray[np.float64]]]:
+        self, ctx: Sequence[int], k: int, rng: UniformSource | None
+    ) -> tuple[list[int], NDArray[np.float64] | None]:
         k = check_k(k)
         ids: list[int] = []
         rows: list[NDArray[np.float64]] = []
@@ -85,8 +85,8 @@ class PromptLookupDraft:
         self.min_ngram = min_ngram
 
     def propose(
-        self, ctx: Sequence[int], k: int, rng: Optional[UniformSource]
-    ) -> tuple[list[int], Optional[NDArray[np.float64]]]:
+        self, ctx: Sequence[int], k: int, rng: UniformSource | None
+    ) -> tuple[list[int], NDArray[np.float64] | None]:
         k = check_k(k)
         tokens = list(ctx)
         if k == 0:
@@ -108,8 +108,9 @@ class ModelDraft:
     is fed. Greedy proposals equal fresh greedy decoding of the draft model.
     """
 
-    def __init__(self, model: LanguageModel, temperature: float = 1.0,
-                 kv_dtype: Any = np.float32) -> None:
+    def __init__(
+        self, model: LanguageModel, temperature: float = 1.0, kv_dtype: Any = np.float32
+    ) -> None:
         if not temperature >= 0:
             raise InvalidParams("temperature", temperature, "must be >= 0")
         self.model = model
@@ -118,7 +119,7 @@ class ModelDraft:
 
     def _sync(self, ctx: list[int]) -> NDArray[np.float64]:
         shared = 0
-        for a, b in zip(self.cache.tokens, ctx):
+        for a, b in zip(self.cache.tokens, ctx, strict=False):
             if a != b:
                 break
             shared += 1
@@ -128,8 +129,8 @@ class ModelDraft:
         return np.asarray(logits[-1])
 
     def propose(
-        self, ctx: Sequence[int], k: int, rng: Optional[UniformSource]
-    ) -> tuple[list[int], Optional[NDArray[np.float64]]]:
+        self, ctx: Sequence[int], k: int, rng: UniformSource | None
+    ) -> tuple[list[int], NDArray[np.float64] | None]:
         k = check_k(k)
         context = list(ctx)
         if not context:

@@ -13,13 +13,12 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from fractions import Fraction
-from functools import lru_cache
+from functools import cache
 
 from .errors import InvalidDraft
 
 __all__ = [
     "Dist",
-    "ExactStepRow",
     "TableModel",
     "as_dist",
     "exact_first_token",
@@ -40,9 +39,11 @@ TableModel = Callable[[tuple[int, ...]], Sequence[Fraction]]
 def as_dist(values: Sequence[object], argument: str = "dist") -> Dist:
     """Exact probabilities from ints, Fractions or strings like ``'1/4'``; must sum to 1."""
     try:
-        dist = tuple(Fraction(v) for v in values)  # type: ignore[arg-type]
+        dist = tuple(Fraction(v) for v in values)  # type: ignore[call-overload]
     except (TypeError, ValueError, ZeroDivisionError) as exc:
-        raise InvalidDraft(argument, list(values), f"entries must be exact rationals ({exc})") from exc
+        raise InvalidDraft(
+            argument, list(values), f"entries must be exact rationals ({exc})"
+        ) from exc
     if not dist:
         raise InvalidDraft(argument, list(values), "must have at least one entry")
     if any(v < 0 for v in dist):
@@ -54,7 +55,7 @@ def as_dist(values: Sequence[object], argument: str = "dist") -> Dist:
 
 def residual(p: Dist, q: Dist) -> Dist:
     """``max(0, p - q) / Z``; ``p`` itself when ``Z = 0`` (then nothing is ever rejected)."""
-    d = [max(Fraction(0), a - b) for a, b in zip(p, q)]
+    d = [max(Fraction(0), a - b) for a, b in zip(p, q, strict=False)]
     z = sum(d, Fraction(0))
     if z == 0:
         return p
@@ -161,7 +162,7 @@ def exact_speculative_sequences(
     ``exact_target_sequences`` for the same target.
     """
 
-    @lru_cache(maxsize=None)
+    @cache
     def rest(done: tuple[int, ...]) -> tuple[tuple[tuple[int, ...], Fraction], ...]:
         if len(done) >= length:
             return (((), Fraction(1)),)
@@ -189,26 +190,34 @@ def step_table(p: Dist, q: Dist, x: int) -> list[tuple[str, str, str]]:
     cell of ``u_resample`` per token of the residual, each with its exact width.
     """
     accept, _ = exact_step(p, q, x)
-    d = [max(Fraction(0), a - b) for a, b in zip(p, q)]
+    d = [max(Fraction(0), a - b) for a, b in zip(p, q, strict=False)]
     z = sum(d, Fraction(0))
     r = residual(p, q)
     rows = [
-        ("acceptance probability", f"min(1, p[{x}]/q[{x}]) = min(1, ({p[x]})/({q[x]}))",
-         str(accept)),
-        ("residual", f"max(0, p - q) = [{', '.join(map(str, d))}], Z = {z}",
-         f"r = [{', '.join(map(str, r))}]"),
+        (
+            "acceptance probability",
+            f"min(1, p[{x}]/q[{x}]) = min(1, ({p[x]})/({q[x]}))",
+            str(accept),
+        ),
+        (
+            "residual",
+            f"max(0, p - q) = [{', '.join(map(str, d))}], Z = {z}",
+            f"r = [{', '.join(map(str, r))}]",
+        ),
     ]
     if accept > 0:
         rows.append(("cell", f"u_accept in [0, {accept}), width {accept}", f"keep {x}"))
     lo = Fraction(0)
     for token, r_token in enumerate(r):
         if r_token and accept < 1:
-            rows.append((
-                "cell",
-                f"u_accept in [{accept}, 1), u_resample in [{lo}, {lo + r_token}), width "
-                f"{(1 - accept) * r_token}",
-                f"emit {token}",
-            ))
+            rows.append(
+                (
+                    "cell",
+                    f"u_accept in [{accept}, 1), u_resample in [{lo}, {lo + r_token}), width "
+                    f"{(1 - accept) * r_token}",
+                    f"emit {token}",
+                )
+            )
         lo += r_token
     return rows
 

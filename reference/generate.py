@@ -9,10 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 
 from .drafts import DraftModel, check_k
 from .errors import ContextTooLong, InvalidDraft, InvalidParams, InvalidPrompt
@@ -42,7 +41,10 @@ class Generation:
 
 
 def _check_common(
-    model: LanguageModel, tok: Tokenizer, prompt: Sequence[int], p: SamplingParams,
+    model: LanguageModel,
+    tok: Tokenizer,
+    prompt: Sequence[int],
+    p: SamplingParams,
     eos_ids: Sequence[int],
 ) -> tuple[list[int], frozenset[int]]:
     if not isinstance(p, SamplingParams):
@@ -69,8 +71,7 @@ def _check_common(
 class _Output:
     """Emitted tokens with EOS, stop strings and the budget applied (shared by both loops)."""
 
-    def __init__(self, tok: Tokenizer, p: SamplingParams, eos: frozenset[int],
-                 room: int) -> None:
+    def __init__(self, tok: Tokenizer, p: SamplingParams, eos: frozenset[int], room: int) -> None:
         self.tok = tok
         self.p = p
         self.eos = eos
@@ -85,7 +86,7 @@ class _Output:
 
     def extend(self, tokens: Sequence[int], logprobs: Sequence[float]) -> bool:
         """Append tokens one by one; True when generation is finished."""
-        for token, logprob in zip(tokens, logprobs):
+        for token, logprob in zip(tokens, logprobs, strict=False):
             if token in self.eos:
                 self.finish_reason = "eos"
                 return True
@@ -127,7 +128,7 @@ def generate(
     p: SamplingParams,
     kv_dtype: Any = np.float32,
     eos_ids: Sequence[int] = (),
-    rng: Optional[UniformSource] = None,
+    rng: UniformSource | None = None,
 ) -> Generation:
     """Plain decoding: one target pass per token (the reference speculative output must match).
 
@@ -160,7 +161,7 @@ def speculative_generate(
     k: int = 4,
     kv_dtype: Any = np.float32,
     eos_ids: Sequence[int] = (),
-    rng: Optional[UniformSource] = None,
+    rng: UniformSource | None = None,
 ) -> Generation:
     """Speculative decoding: greedy output equals ``generate``'s; sampled output follows it.
 

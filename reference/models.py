@@ -65,7 +65,9 @@ class CharTokenizer:
 
     def __init__(self, alphabet: str = DEFAULT_ALPHABET) -> None:
         if len(set(alphabet)) != len(alphabet) or not alphabet:
-            raise InvalidParams("alphabet", alphabet, "must be non-empty with no repeated character")
+            raise InvalidParams(
+                "alphabet", alphabet, "must be non-empty with no repeated character"
+            )
         self.alphabet = alphabet
         self.eos_id = 0
         self.vocab_size = len(alphabet) + 1
@@ -128,8 +130,9 @@ class BagLM(_CheckedModel):
     n_heads = 1
     head_dim = 1
 
-    def __init__(self, vocab_size: int = 8, seed: int = 0, max_positions: int = 256,
-                 sharpness: float = 2.0) -> None:
+    def __init__(
+        self, vocab_size: int = 8, seed: int = 0, max_positions: int = 256, sharpness: float = 2.0
+    ) -> None:
         super().__init__()
         if not isinstance(vocab_size, int) or vocab_size < 2:
             raise InvalidParams("vocab_size", vocab_size, "must be an integer >= 2")
@@ -153,7 +156,7 @@ class BagLM(_CheckedModel):
 
 
 def _rms_norm(x: NDArray[np.float64]) -> NDArray[np.float64]:
-    return x / np.sqrt(np.mean(x * x) + 1e-6)
+    return np.asarray(x / np.sqrt(np.mean(x * x) + 1e-6), dtype=np.float64)
 
 
 def _gelu(x: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -167,10 +170,17 @@ class AttentionLM(_CheckedModel):
     logits of a position do not depend on how the positions were chunked into passes.
     """
 
-    def __init__(self, vocab_size: int = 32, d_model: int = 32, n_layers: int = 2,
-                 n_heads: int = 2, max_positions: int = 256, seed: int = 0,
-                 logit_scale: float = 3.0,
-                 bigram_logits: NDArray[np.float64] | None = None) -> None:
+    def __init__(
+        self,
+        vocab_size: int = 32,
+        d_model: int = 32,
+        n_layers: int = 2,
+        n_heads: int = 2,
+        max_positions: int = 256,
+        seed: int = 0,
+        logit_scale: float = 3.0,
+        bigram_logits: NDArray[np.float64] | None = None,
+    ) -> None:
         super().__init__()
         if d_model % n_heads:
             raise InvalidParams("n_heads", n_heads, f"must divide d_model={d_model}")
@@ -182,7 +192,9 @@ class AttentionLM(_CheckedModel):
         self.max_positions = max_positions
         self.logit_scale = logit_scale
         if bigram_logits is not None and np.shape(bigram_logits) != (vocab_size, vocab_size):
-            raise InvalidParams("bigram_logits", bigram_logits, f"must be ({vocab_size}, {vocab_size})")
+            raise InvalidParams(
+                "bigram_logits", bigram_logits, f"must be ({vocab_size}, {vocab_size})"
+            )
         # An optional fixed bigram head (log-probabilities from a corpus) makes the random
         # network's output text-like without training; attention still shapes every row.
         self.bigram_logits = None if bigram_logits is None else np.asarray(bigram_logits, float)

@@ -54,5 +54,5 @@ class NGramLM:
             key = tuple(ids[len(ids) - n :]) if n else ()
             if key in self._counts:
                 counts = self._counts[key] + self.add_k
-                return np.log(counts / counts.sum())
+                return np.asarray(np.log(counts / counts.sum()), dtype=np.float64)
         return np.full(self.vocab_size, -np.log(self.vocab_size))

@@ -11,7 +11,7 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Optional, Protocol
+from typing import Protocol
 
 import numpy as np
 from numpy.typing import NDArray
@@ -111,9 +111,13 @@ def validate_ids(argument: str, ids: Sequence[int], vocab_size: int) -> list[int
 def _logits_row(logits: object, argument: str = "logits") -> NDArray[np.float64]:
     row = np.asarray(logits, dtype=np.float64)
     if row.ndim != 1 or row.shape[0] < 1:
-        raise InvalidLogits(argument, logits, f"must be a 1-D row of V >= 1 logits, got {row.shape}")
+        raise InvalidLogits(
+            argument, logits, f"must be a 1-D row of V >= 1 logits, got {row.shape}"
+        )
     if np.isnan(row).any():
-        raise InvalidLogits(argument, row, f"has NaN at ids {np.flatnonzero(np.isnan(row)).tolist()}")
+        raise InvalidLogits(
+            argument, row, f"has NaN at ids {np.flatnonzero(np.isnan(row)).tolist()}"
+        )
     if np.isposinf(row).any():
         raise InvalidLogits(argument, row, "has +inf; logits must be finite or -inf")
     if not np.isfinite(row).any():
@@ -206,7 +210,7 @@ def sampling_distribution(
     return probs
 
 
-def sample(dist: object, rng: Optional[UniformSource]) -> int:
+def sample(dist: object, rng: UniformSource | None) -> int:
     """Inverse-CDF sampling over ascending ids with one uniform; ``rng=None`` is greedy.
 
     Returns the first id whose cumulative probability exceeds the uniform; a zero-probability
@@ -251,7 +255,7 @@ def token_logprobs(logits: object, ids: Sequence[int]) -> list[float]:
         )
     ids = validate_ids("ids", ids, rows.shape[1])
     out = []
-    for row, token in zip(rows, ids):
+    for row, token in zip(rows, ids, strict=False):
         checked = _logits_row(row)
         top = np.max(checked)
         log_z = top + math.log(float(np.sum(np.exp(checked - top))))

@@ -7,7 +7,6 @@ Draw order (seed section 2.5, pinned in CONTRACT.md): per verified position ``u_
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Optional
 
 import numpy as np
 from numpy.typing import NDArray
@@ -55,10 +54,12 @@ def _check_draft_probs(draft_probs: object, ids: list[int], V: int) -> NDArray[n
         )
     if not np.isfinite(q).all() or (q < 0).any():
         raise InvalidDraft("draft_probs", q, "must be finite and non-negative")
-    for i, (row, x) in enumerate(zip(q, ids)):
+    for i, (row, x) in enumerate(zip(q, ids, strict=False)):
         total = float(np.sum(row))
         if abs(total - 1.0) > DRAFT_ROW_TOLERANCE:
-            raise InvalidDraft("draft_probs", q, f"row {i} sums to {total!r}; each row must sum to 1")
+            raise InvalidDraft(
+                "draft_probs", q, f"row {i} sums to {total!r}; each row must sum to 1"
+            )
         if row[x] <= 0.0:
             raise InvalidDraft(
                 "draft_probs",
@@ -76,7 +77,7 @@ def verify_draft(
     draft_probs: object,
     p: SamplingParams,
     history: Sequence[int],
-    rng: Optional[UniformSource],
+    rng: UniformSource | None,
     prompt: Sequence[int] = (),
 ) -> tuple[list[int], int]:
     """Verify ``m`` drafted tokens against the target's ``m + 1`` rows.
@@ -125,10 +126,10 @@ def verify_draft(
         u_resample = rng.random()
         token, accepted = speculative_step(p_i, q_i, x, u_accept, u_resample)
         if not accepted:
-            return kept + [token], len(kept)
+            return [*kept, token], len(kept)
         kept.append(token)
     bonus = sample(sampling_distribution(rows[m], p, history + kept, prompt), rng)
-    return kept + [bonus], m
+    return [*kept, bonus], m
 
 
 def _verify_greedy(
@@ -142,10 +143,10 @@ def _verify_greedy(
     for i, x in enumerate(ids):
         best = argmax_lowest(sampling_distribution(rows[i], p, history + kept, prompt))
         if x != best:
-            return kept + [best], len(kept)
+            return [*kept, best], len(kept)
         kept.append(x)
     best = argmax_lowest(sampling_distribution(rows[len(ids)], p, history + kept, prompt))
-    return kept + [best], len(ids)
+    return [*kept, best], len(ids)
 
 
 def _one_hot(x: int, V: int) -> NDArray[np.float64]:

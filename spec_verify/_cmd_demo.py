@@ -42,7 +42,7 @@ def _prove(title: str, p: tuple[Fraction, ...], q: tuple[Fraction, ...], x: int)
     for step, computation, result in step_table(p, q, x):
         print(f"     {step:<24} {computation:<58} {result}")
     out = exact_first_token(p, q)
-    exact = out == {t: v for t, v in enumerate(p) if v}
+    exact: bool = out == {t: v for t, v in enumerate(p) if v}
     print(f"   over x ~ q, P(first token) = {_fmt(out, len(p))}")
     print(f"   equals p exactly: {'yes (proven with Fractions)' if exact else 'NO'}")
     return exact
@@ -84,10 +84,14 @@ def _generation(max_tokens: int, k: int, seed: int) -> None:
         start = time.perf_counter()
         plain = generate(bundled_target(), tok, prompt, p)
         plain_s = time.perf_counter() - start
-        print(f"\n   {label}: plain decoding {len(plain.ids)} tokens in "
-              f"{plain.stats['target_calls']} target passes ({plain_s * 1e3:.0f} ms)")
-        print(f"   {'draft':<14} {'passes':>6} {'tokens/pass':>11} {'acceptance':>10} "
-              f"{'ms':>6}  same ids as plain")
+        print(
+            f"\n   {label}: plain decoding {len(plain.ids)} tokens in "
+            f"{plain.stats['target_calls']} target passes ({plain_s * 1e3:.0f} ms)"
+        )
+        print(
+            f"   {'draft':<14} {'passes':>6} {'tokens/pass':>11} {'acceptance':>10} "
+            f"{'ms':>6}  same ids as plain"
+        )
         drafts = {
             "prompt-lookup": PromptLookupDraft(),
             "n-gram": NGramDraft(bundled_ngram()),
@@ -97,11 +101,16 @@ def _generation(max_tokens: int, k: int, seed: int) -> None:
             start = time.perf_counter()
             out = speculative_generate(bundled_target(), draft, tok, prompt, p, k=k)
             ms = (time.perf_counter() - start) * 1e3
-            same = "yes" if out.ids == plain.ids else (
-                "n/a (sampled: equal in distribution)" if temperature else "NO")
-            print(f"   {name:<14} {out.stats['target_calls']:>6} "
-                  f"{len(out.ids) / out.stats['target_calls']:>11.2f} "
-                  f"{out.stats['acceptance_rate']:>10.2f} {ms:>6.0f}  {same}")
+            same = (
+                "yes"
+                if out.ids == plain.ids
+                else ("n/a (sampled: equal in distribution)" if temperature else "NO")
+            )
+            print(
+                f"   {name:<14} {out.stats['target_calls']:>6} "
+                f"{len(out.ids) / out.stats['target_calls']:>11.2f} "
+                f"{out.stats['acceptance_rate']:>10.2f} {ms:>6.0f}  {same}"
+            )
         print(f"   text: {plain.text[:70]!r}")
 
 
@@ -110,8 +119,12 @@ def run(args: argparse.Namespace) -> int:
         print("spec-verify demo: --vocab must be >= 2, -k >= 0, --max-tokens >= 1")
         return 2
     F = Fraction
-    ok = _prove("seed section 3, worked example", (F(1, 2), F(1, 4), F(1, 4)),
-                (F(1, 4), F(1, 2), F(1, 4)), 1)
+    ok = _prove(
+        "seed section 3, worked example",
+        (F(1, 2), F(1, 4), F(1, 4)),
+        (F(1, 4), F(1, 2), F(1, 4)),
+        1,
+    )
     p, q = _random_case(args.seed, args.vocab)
     x = max(range(args.vocab), key=lambda t: q[t])
     ok &= _prove(f"random case (seed {args.seed}, V = {args.vocab})", p, q, x)

@@ -27,11 +27,13 @@ def guarded_call(impl: str, call: str, timeout: float, fn: Callable[..., T], *ar
     Python code); native code that hangs needs a worker process (the FFI adapter has one).
     """
     use_alarm = (
-        timeout > 0 and hasattr(signal, "setitimer")
+        timeout > 0
+        and hasattr(signal, "setitimer")
         and threading.current_thread() is threading.main_thread()
     )
     previous: Any = None
     if use_alarm:
+
         def on_alarm(signum: int, frame: Any) -> None:
             raise _Timeout
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Sequence
 from types import ModuleType
-from typing import Any, Optional, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 from numpy.typing import NDArray
@@ -56,7 +56,7 @@ class Implementation(Protocol):
         self,
         target_logits: NDArray[np.float64],
         draft_ids: Sequence[int],
-        draft_probs: Optional[NDArray[np.float64]],
+        draft_probs: NDArray[np.float64] | None,
         p: Any,
         history: Sequence[int],
         rng: Any,
@@ -64,7 +64,10 @@ class Implementation(Protocol):
     ) -> tuple[list[int], int]: ...
 
     def sampling_distribution(
-        self, logits: NDArray[np.float64], p: Any, history: Sequence[int] = (),
+        self,
+        logits: NDArray[np.float64],
+        p: Any,
+        history: Sequence[int] = (),
         prompt: Sequence[int] = (),
     ) -> NDArray[np.float64]: ...
 
@@ -106,25 +109,43 @@ class PythonImplementation:
         self,
         target_logits: NDArray[np.float64],
         draft_ids: Sequence[int],
-        draft_probs: Optional[NDArray[np.float64]],
+        draft_probs: NDArray[np.float64] | None,
         p: Any,
         history: Sequence[int],
         rng: Any,
         prompt: Sequence[int] = (),
     ) -> tuple[list[int], int]:
         result = guarded_call(
-            self.name, "verify_draft", self.timeout, self.module.verify_draft,
-            target_logits, list(draft_ids), draft_probs, p, list(history), rng, list(prompt),
+            self.name,
+            "verify_draft",
+            self.timeout,
+            self.module.verify_draft,
+            target_logits,
+            list(draft_ids),
+            draft_probs,
+            p,
+            list(history),
+            rng,
+            list(prompt),
         )
         return _check_verify_result(self.name, result, len(draft_ids), np.shape(target_logits)[-1])
 
     def sampling_distribution(
-        self, logits: NDArray[np.float64], p: Any, history: Sequence[int] = (),
+        self,
+        logits: NDArray[np.float64],
+        p: Any,
+        history: Sequence[int] = (),
         prompt: Sequence[int] = (),
     ) -> NDArray[np.float64]:
         result = guarded_call(
-            self.name, "sampling_distribution", self.timeout,
-            self.module.sampling_distribution, logits, p, list(history), list(prompt),
+            self.name,
+            "sampling_distribution",
+            self.timeout,
+            self.module.sampling_distribution,
+            logits,
+            p,
+            list(history),
+            list(prompt),
         )
         return np.asarray(result, dtype=np.float64)
 
@@ -132,8 +153,9 @@ class PythonImplementation:
         self, ctx: Sequence[int], k: int, max_ngram: int = 3, min_ngram: int = 1
     ) -> list[int]:
         draft = self.module.PromptLookupDraft(max_ngram=max_ngram, min_ngram=min_ngram)
-        ids, _ = guarded_call(self.name, "prompt_lookup", self.timeout, draft.propose,
-                              list(ctx), k, None)
+        ids, _ = guarded_call(
+            self.name, "prompt_lookup", self.timeout, draft.propose, list(ctx), k, None
+        )
         return [int(i) for i in ids]
 
     def pcg32_uniforms(self, seed: int, n: int) -> list[float]:
@@ -156,7 +178,8 @@ def _check_verify_result(name: str, result: Any, m: int, V: int) -> tuple[list[i
         raise ImplementationError(name, "verify_draft", f"returned {result!r}: {exc}") from exc
     if not 0 <= n_accepted <= m or len(emitted) != n_accepted + 1:
         raise ImplementationError(
-            name, "verify_draft",
+            name,
+            "verify_draft",
             f"returned {len(emitted)} ids with n_accepted={n_accepted} for m={m} drafts; "
             "the contract is len(emitted) == n_accepted + 1 and 0 <= n_accepted <= m",
         )
@@ -173,12 +196,16 @@ def load_python(spec: str, module_name: str) -> PythonImplementation:
         module = importlib.import_module(module_name)
     except ImportError as exc:
         raise UnknownImplementation(
-            "impl", spec, f"module {module_name!r} cannot be imported ({exc})",
+            "impl",
+            spec,
+            f"module {module_name!r} cannot be imported ({exc})",
             "check the name and that it is on sys.path",
         ) from exc
     if not hasattr(module, "verify_draft"):
         raise UnknownImplementation(
-            "impl", spec, f"module {module_name!r} has no verify_draft",
+            "impl",
+            spec,
+            f"module {module_name!r} has no verify_draft",
             "expose the contract names of seed section 4",
         )
     return PythonImplementation(spec, module)
@@ -191,20 +218,28 @@ def load_implementation(spec: str) -> Implementation:
         UnknownImplementation: the spec names nothing loadable; the message says why and the fix.
     """
     if not isinstance(spec, str) or not spec:
-        raise UnknownImplementation("impl", spec, "must be a non-empty string",
-                                    "reference, python:pkg.mod, ffi:lib.so or mutant:s03")
+        raise UnknownImplementation(
+            "impl",
+            spec,
+            "must be a non-empty string",
+            "reference, python:pkg.mod, ffi:lib.so or mutant:s03",
+        )
     if spec == "reference":
         return load_python(spec, "spec_verify.reference")
     scheme, sep, rest = spec.partition(":")
     if not sep or scheme not in _LOADERS:
         raise UnknownImplementation(
-            "impl", spec, f"unknown scheme {scheme!r}",
+            "impl",
+            spec,
+            f"unknown scheme {scheme!r}",
             "use reference, python:pkg.mod, ffi:path/to/lib.so or mutant:sNN",
         )
     module_name, _, function = _LOADERS[scheme].partition(":")
     try:
         loader = getattr(importlib.import_module(module_name), function)
     except (ImportError, AttributeError) as exc:
-        raise UnknownImplementation("impl", spec, f"the {scheme}: adapter is unavailable ({exc})") from exc
+        raise UnknownImplementation(
+            "impl", spec, f"the {scheme}: adapter is unavailable ({exc})"
+        ) from exc
     impl: Implementation = loader(spec, rest)
     return impl

@@ -5,7 +5,6 @@ from __future__ import annotations
 from fractions import Fraction as F
 
 import pytest
-
 from spec_verify.reference import InvalidDraft
 from spec_verify.reference.exact import (
     as_dist,
@@ -50,7 +49,8 @@ def test_k_positions_equal_plain_sampling():
 
     for k in range(4):
         assert exact_speculative_sequences(target, draft, (0,), k, 3) == exact_target_sequences(
-            target, (0,), 3)
+            target, (0,), 3
+        )
     assert sum(exact_round(target, draft, (0,), 3).values()) == 1
 
 

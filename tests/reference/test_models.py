@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from spec_verify.reference import (
     AttentionLM,
     BagLM,
@@ -18,21 +17,26 @@ from spec_verify.reference import (
 from spec_verify.reference.bundled import bundled_draft_model, bundled_target, bundled_tokenizer
 
 
-@pytest.mark.parametrize("make", [lambda: BagLM(8, seed=1), lambda: AttentionLM(8, seed=1)],
-                         ids=["BagLM", "AttentionLM"])
+@pytest.mark.parametrize(
+    "make", [lambda: BagLM(8, seed=1), lambda: AttentionLM(8, seed=1)], ids=["BagLM", "AttentionLM"]
+)
 def test_one_pass_or_many_gives_identical_rows(make):
     ids = [1, 5, 2, 7, 3, 3, 0, 6]
     whole = make()
     rows = whole.forward(ids, whole.new_cache(), 0)
     split = make()
     cache = split.new_cache()
-    parts = [split.forward(ids[:3], cache, 0), split.forward(ids[3:4], cache, 3),
-             split.forward(ids[4:], cache, 4)]
+    parts = [
+        split.forward(ids[:3], cache, 0),
+        split.forward(ids[3:4], cache, 3),
+        split.forward(ids[4:], cache, 4),
+    ]
     assert np.array_equal(rows, np.concatenate(parts))
 
 
-@pytest.mark.parametrize("make", [lambda: BagLM(8), lambda: AttentionLM(8)],
-                         ids=["BagLM", "AttentionLM"])
+@pytest.mark.parametrize(
+    "make", [lambda: BagLM(8), lambda: AttentionLM(8)], ids=["BagLM", "AttentionLM"]
+)
 def test_a_cache_that_is_not_exactly_the_prefix_is_refused(make):
     model = make()
     cache = model.new_cache()

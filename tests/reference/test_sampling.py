@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from spec_verify.reference import InvalidLogits, SamplingParams, sample, sampling_distribution
 from spec_verify.reference.sampling import token_logprobs
 
@@ -85,7 +84,13 @@ def test_presence_and_frequency_penalties_see_only_the_history():
 def test_sample_is_the_inverse_cdf_over_ascending_ids():
     probs = np.array([0.25, 0.0, 0.5, 0.25])
     assert [sample(probs, Fixed(u)) for u in (0.0, 0.2499, 0.25, 0.74, 0.75, 0.9999)] == [
-        0, 0, 2, 2, 3, 3]
+        0,
+        0,
+        2,
+        2,
+        3,
+        3,
+    ]
     assert sample(probs, None) == 2  # greedy: no draw
 
 

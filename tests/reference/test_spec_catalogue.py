@@ -12,7 +12,6 @@ from fractions import Fraction
 import numpy as np
 import pytest
 from scipy import stats
-
 from spec_verify.reference import (
     AttentionLM,
     BagLM,
@@ -39,10 +38,8 @@ from spec_verify.reference.exact import exact_speculative_sequences, exact_targe
 from ._cells import (
     NoDraws,
     ScriptedUniforms,
-    cells,
     enumerate_verify,
     logits_of,
-    mid,
     one_hot,
     random_dist,
 )
@@ -85,8 +82,14 @@ HAND_CASES = [
 @pytest.mark.parametrize(("uniforms", "emitted", "accepted"), HAND_CASES)
 def test_hand_example(uniforms, emitted, accepted):
     rng = ScriptedUniforms(uniforms)
-    out = verify_draft(logits_of([HAND_P, BONUS_ROW]), [1], np.array([[float(v) for v in HAND_Q]]),
-                       SAMPLED, [], rng)
+    out = verify_draft(
+        logits_of([HAND_P, BONUS_ROW]),
+        [1],
+        np.array([[float(v) for v in HAND_Q]]),
+        SAMPLED,
+        [],
+        rng,
+    )
     assert out == (emitted, accepted)
     assert rng.drawn == len(uniforms)
 
@@ -128,6 +131,7 @@ def test_hand_example_greedy_ties_go_to_the_lowest_id():
 
 # --- exactness by enumeration ---------------------------------------------------------------
 
+
 def _first_token(dist_by_emitted):
     out = defaultdict(Fraction)
     for emitted, prob in dist_by_emitted.items():
@@ -141,10 +145,16 @@ def _as_map(dist):
 
 ONE_TOKEN_CASES = [
     ("seed section 3", HAND_P, HAND_Q),
-    ("V=5 overlap", (F(1, 2), F(1, 8), F(1, 8), F(1, 8), F(1, 8)),
-     (F(1, 8), F(1, 2), F(1, 8), F(1, 8), F(1, 8))),
-    ("V=5 disjoint supports", (F(1, 2), F(1, 2), F(0), F(0), F(0)),
-     (F(0), F(0), F(1, 4), F(1, 4), F(1, 2))),
+    (
+        "V=5 overlap",
+        (F(1, 2), F(1, 8), F(1, 8), F(1, 8), F(1, 8)),
+        (F(1, 8), F(1, 2), F(1, 8), F(1, 8), F(1, 8)),
+    ),
+    (
+        "V=5 disjoint supports",
+        (F(1, 2), F(1, 2), F(0), F(0), F(0)),
+        (F(0), F(0), F(1, 4), F(1, 4), F(1, 2)),
+    ),
     ("V=5 q = p", (F(1, 5),) * 5, (F(1, 5),) * 5),
     ("V=5 p with zeros", (F(0), F(3, 4), F(0), F(1, 4), F(0)), (F(1, 5),) * 5),
 ]
@@ -193,6 +203,7 @@ def _tables(seed, V, depth):
             if key not in cache:
                 cache[key] = random_dist(rng, V, zeros=zeros)
             return cache[key]
+
         return table
 
     return model("target", 1), model("draft", 0)
@@ -206,8 +217,9 @@ def _round_by_enumeration(target, draft, context, k, V):
         if len(prefix) == k:
             rows = [target(context + prefix[:i]) for i in range(k + 1)]
             q_rows = [draft(context + prefix[:i]) for i in range(k)]
-            dist = enumerate_verify(_verify_with(rows, list(prefix), q_rows), rows, q_rows,
-                                    list(prefix))
+            dist = enumerate_verify(
+                _verify_with(rows, list(prefix), q_rows), rows, q_rows, list(prefix)
+            )
             for emitted, prob in dist.items():
                 out[emitted] += weight * prob
             return
@@ -258,6 +270,7 @@ def test_deterministic_draft_is_exact(explicit_probs):
 
 # --- penalties ------------------------------------------------------------------------------
 
+
 def test_penalties_see_the_accepted_drafts():
     """After a kept draft 2, a repetition penalty makes a second 2 lose to token 1."""
     rows = np.array([[0.0, 1.0, 1.5], [0.0, 1.0, 1.5], [0.0, 1.0, 1.5]])
@@ -298,10 +311,20 @@ SHAPE_CASES = [
     (np.zeros((3, 3)), [1, 2], np.full(3, 1 / 3), InvalidDraft, "draft_probs"),
     (np.zeros((3, 3)), [1, 3], None, InvalidParams, "draft_ids"),  # id out of range
     (np.zeros((3, 3)), [1, -1], None, InvalidParams, "draft_ids"),
-    (np.zeros((3, 3)), [1, 2], np.array([[0.5, 0.0, 0.5], [0.2, 0.3, 0.5]]), InvalidDraft,
-     "draft_probs"),  # q(x) = 0 for the drafted x = 1
-    (np.zeros((3, 3)), [1, 2], np.array([[0.5, 0.5, 0.5], [0.2, 0.3, 0.5]]), InvalidDraft,
-     "draft_probs"),  # a row summing to 1.5
+    (
+        np.zeros((3, 3)),
+        [1, 2],
+        np.array([[0.5, 0.0, 0.5], [0.2, 0.3, 0.5]]),
+        InvalidDraft,
+        "draft_probs",
+    ),  # q(x) = 0 for the drafted x = 1
+    (
+        np.zeros((3, 3)),
+        [1, 2],
+        np.array([[0.5, 0.5, 0.5], [0.2, 0.3, 0.5]]),
+        InvalidDraft,
+        "draft_probs",
+    ),  # a row summing to 1.5
     (np.array([[0.0, np.nan, 0.0], [0.0, 0.0, 0.0]]), [1], None, InvalidLogits, "target_logits"),
 ]
 
@@ -339,6 +362,7 @@ def test_prompt_lookup_hand_example(ctx, k, max_ngram, min_ngram, draft):
 
 # --- drafts ---------------------------------------------------------------------------------
 
+
 def test_ngram_draft_follows_the_model():
     V = 6
     rng = np.random.default_rng(5)
@@ -362,8 +386,7 @@ def test_ngram_draft_follows_the_model():
 def test_model_draft_syncs_its_cache():
     """After rejections change the context, proposals equal a fresh draft's greedy decoding."""
     tok = CharTokenizer()
-    make = lambda: AttentionLM(vocab_size=tok.vocab_size, d_model=16, n_layers=1, n_heads=2,
-                               seed=3)
+    make = lambda: AttentionLM(vocab_size=tok.vocab_size, d_model=16, n_layers=1, n_heads=2, seed=3)
     draft = ModelDraft(make())
     rng = np.random.default_rng(0)
     ctx = tok.encode("the cat")
@@ -380,6 +403,7 @@ def test_model_draft_syncs_its_cache():
 
 
 # --- generation -----------------------------------------------------------------------------
+
 
 def _bag_setup():
     tok = CharTokenizer("abcdefg")  # V = 8, id 0 is <eos>
@@ -411,7 +435,7 @@ def _argmax_loop(make_target, prompt, n):
         model = make_target()
         logits = model.forward(ctx, model.new_cache(), 0)[-1]
         ctx.append(int(np.argmax(logits)))
-    return ctx[len(prompt):]
+    return ctx[len(prompt) :]
 
 
 @pytest.mark.parametrize("setup", [_bag_setup, _attention_setup], ids=["BagLM", "AttentionLM"])
@@ -436,7 +460,7 @@ def _check_rollback(target, prompt, ids):
     pending = len(prompt)
     for start, chunk in calls:
         assert start == expected_start, "a pass did not start at the kept length"
-        assert list(chunk[:pending]) == context[start: start + pending], "wrong pending token"
+        assert list(chunk[:pending]) == context[start : start + pending], "wrong pending token"
         drafts = chunk[pending:]
         kept = 0
         for i, token in enumerate(drafts):
@@ -554,8 +578,10 @@ def test_eos_stop_and_budget():
             out = speculative_generate(target, ModelDraft(make_target()), tok, prompt, budget, k=k)
             assert out.ids == plain.ids[:max_tokens]
             assert out.finish_reason == "length"
-            assert all(len(chunk) - (start == 0) * (len(prompt) - 1) <= max_tokens
-                       for start, chunk in target.call_log)
+            assert all(
+                len(chunk) - (start == 0) * (len(prompt) - 1) <= max_tokens
+                for start, chunk in target.call_log
+            )
 
 
 BAD_GENERATION_ARGS = [
@@ -574,8 +600,14 @@ BAD_GENERATION_ARGS = [
 @pytest.mark.parametrize(("overrides", "error", "argument"), BAD_GENERATION_ARGS)
 def test_bad_arguments(overrides, error, argument):
     tok = CharTokenizer("abcdefg")
-    args = {"target": BagLM(8, max_positions=64), "draft": PromptLookupDraft(), "tok": tok,
-            "prompt": [1, 2], "p": GREEDY, "k": 2}
+    args = {
+        "target": BagLM(8, max_positions=64),
+        "draft": PromptLookupDraft(),
+        "tok": tok,
+        "prompt": [1, 2],
+        "p": GREEDY,
+        "k": 2,
+    }
     args.update(overrides)
     with pytest.raises(error, match=argument) as info:
         speculative_generate(**args)
@@ -583,18 +615,21 @@ def test_bad_arguments(overrides, error, argument):
     assert isinstance(info.value, ValueError)
 
 
-@pytest.mark.parametrize(("fields", "argument"), [
-    ({"temperature": -1.0}, "temperature"),
-    ({"temperature": float("nan")}, "temperature"),
-    ({"top_k": -2}, "top_k"),
-    ({"top_p": 0.0}, "top_p"),
-    ({"top_p": 1.5}, "top_p"),
-    ({"min_p": -0.1}, "min_p"),
-    ({"repetition_penalty": 0.0}, "repetition_penalty"),
-    ({"max_tokens": 0}, "max_tokens"),
-    ({"stop": "x"}, "stop"),
-    ({"seed": -1}, "seed"),
-])
+@pytest.mark.parametrize(
+    ("fields", "argument"),
+    [
+        ({"temperature": -1.0}, "temperature"),
+        ({"temperature": float("nan")}, "temperature"),
+        ({"top_k": -2}, "top_k"),
+        ({"top_p": 0.0}, "top_p"),
+        ({"top_p": 1.5}, "top_p"),
+        ({"min_p": -0.1}, "min_p"),
+        ({"repetition_penalty": 0.0}, "repetition_penalty"),
+        ({"max_tokens": 0}, "max_tokens"),
+        ({"stop": "x"}, "stop"),
+        ({"seed": -1}, "seed"),
+    ],
+)
 def test_bad_arguments_sampling_params(fields, argument):
     with pytest.raises(InvalidParams, match=argument):
         SamplingParams(**fields)
@@ -610,7 +645,7 @@ def test_logprobs_are_the_targets(temperature):
     for out in (plain, spec):
         model = make_target()
         logits = model.forward(list(prompt) + out.ids, model.new_cache(), 0)
-        rows = logits[len(prompt) - 1: len(prompt) - 1 + len(out.ids)]
+        rows = logits[len(prompt) - 1 : len(prompt) - 1 + len(out.ids)]
         assert out.logprobs == pytest.approx(token_logprobs(rows, out.ids), abs=1e-12)
     if temperature == 0:
         assert spec.logprobs == plain.logprobs
