@@ -145,6 +145,15 @@ def _penalised(
     return out
 
 
+def _exp(values: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Elementwise exp through the C library (``math.exp``), 0 for -inf.
+
+    numpy's SIMD exp differs from libm's by an ulp on some CPUs, so the reference's floats
+    would depend on the machine; libm's exp is what a C or Rust port calls too.
+    """
+    return np.array([math.exp(v) if v != -math.inf else 0.0 for v in values.tolist()])
+
+
 def _sequential_sum(values: NDArray[np.float64]) -> float:
     return float(np.cumsum(values)[-1])
 
@@ -189,7 +198,7 @@ def sampling_distribution(
     finite = np.isfinite(row)
     if not finite.any():  # temperature overflow cannot produce this; -inf everywhere can
         raise InvalidLogits("logits", logits, "no token survives the filters")
-    e = np.where(finite, np.exp(row - np.max(row[finite])), 0.0)
+    e = _exp(row - np.max(row[finite]))
     probs = e / _sequential_sum(e)
     keep = probs > 0
     if p.top_p < 1.0:
