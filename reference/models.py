@@ -73,6 +73,9 @@ class CharTokenizer:
         self.vocab_size = len(alphabet) + 1
         self._id_by_char = {c: i + 1 for i, c in enumerate(alphabet)}
 
+    def __repr__(self) -> str:
+        return f"CharTokenizer({self.alphabet!r})"
+
     def encode(self, text: str) -> list[int]:
         unknown = sorted(set(text) - set(self._id_by_char))
         if unknown:

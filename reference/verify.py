@@ -12,7 +12,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .errors import InvalidDraft, InvalidLogits, InvalidParams
-from .rejection import speculative_step
+from .rejection import step
 from .sampling import (
     SamplingParams,
     UniformSource,
@@ -124,7 +124,7 @@ def verify_draft(
         q_i = q[i] if q is not None else _one_hot(x, V)
         u_accept = rng.random()
         u_resample = rng.random()
-        token, accepted = speculative_step(p_i, q_i, x, u_accept, u_resample)
+        token, accepted = step(p_i, q_i, x, u_accept, u_resample)
         if not accepted:
             return [*kept, token], len(kept)
         kept.append(token)
