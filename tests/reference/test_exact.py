@@ -5,6 +5,7 @@ from __future__ import annotations
 from fractions import Fraction as F
 
 import pytest
+
 from spec_verify.reference import InvalidDraft
 from spec_verify.reference.exact import (
     as_dist,

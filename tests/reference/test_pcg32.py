@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import pytest
+
 from spec_verify.reference import InvalidParams, Pcg32, request_rng
 from spec_verify.reference.pcg32 import REQUEST_STREAM
 

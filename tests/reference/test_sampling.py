@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
 from spec_verify.reference import InvalidLogits, SamplingParams, sample, sampling_distribution
 from spec_verify.reference.sampling import token_logprobs
 

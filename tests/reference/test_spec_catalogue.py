@@ -12,6 +12,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 from scipy import stats
+
 from spec_verify.reference import (
     AttentionLM,
     BagLM,
