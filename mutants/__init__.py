@@ -1,0 +1,30 @@
+"""The mutant catalogue (s01-s24) and the grader that scores a test suite by the bugs it catches.
+
+``spec_verify.mutants`` knows the reference only as source files: a mutant is a small exact
+change to them, and every graded run (clean, canary, mutant) imports ``spec_verify.reference``
+from a fresh copy of those files through the same mechanism.
+"""
+
+from .catalogue import (
+    CATALOGUE,
+    PITFALLS,
+    Change,
+    Mutant,
+    MutantDoesNotApply,
+    UnknownMutant,
+    apply_mutant,
+    mutant_by_id,
+    unified_diff,
+)
+
+__all__ = [
+    "CATALOGUE",
+    "PITFALLS",
+    "Change",
+    "Mutant",
+    "MutantDoesNotApply",
+    "UnknownMutant",
+    "apply_mutant",
+    "mutant_by_id",
+    "unified_diff",
+]

@@ -1,0 +1,306 @@
+"""Graded runs: one temporary folder per run, executed by the fork server in ``_worker.py``.
+
+A run folder is ``<grading tmp>/run-<random>/`` holding ``lib/reference/`` (the reference
+source for this run, clean or changed), ``<suite name>/`` (a fresh copy of the suite, the
+run's working directory), ``home/`` and ``tmp/`` (the run's ``HOME`` and ``TMPDIR``) and a
+``pytest.ini`` that stops pytest's search for configuration at the run folder (a suite's own
+configuration, closer to the tests, wins). Every run has exactly this layout; only the
+reference's text differs. The folder is deleted when the run has been read.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import IO, Any
+
+from spec_verify.errors import SpecVerifyError
+
+__all__ = ["RunFailure", "RunOutcome", "RunPool", "WorkerError"]
+
+# Folders a suite's copy leaves out: caches and databases of earlier runs.
+_IGNORED = ("__pycache__", ".pytest_cache", ".hypothesis", ".git", ".mypy_cache", ".ruff_cache")
+_OUTPUT_TAIL = 6000
+
+
+class WorkerError(SpecVerifyError):
+    """The grader's own machinery failed (never a verdict on the suite)."""
+
+
+@dataclass(frozen=True)
+class RunFailure:
+    """A failed test (or a collection error) of one run."""
+
+    test: str
+    message: str
+    when: str = "call"
+    details: str = ""
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """What one run of the suite did.
+
+    Attributes:
+        kind: ``exited``, ``signaled`` (the interpreter died of a signal) or ``timed_out``.
+        code: the exit code, or the signal number.
+        seconds: wall time from fork to exit.
+        finished: pytest finished its session and the outcome was recorded (False when the
+            interpreter died or a test ended the process).
+        collected / passed / skipped: counts of test items.
+        failures: failed tests, in the order they failed.
+        errors: collection errors (a module that cannot be imported).
+        durations: seconds per test (setup + call + teardown).
+        output: the tail of the run's standard output and error.
+        wrote: files the suite created or changed in its copy, home or temporary folder.
+    """
+
+    kind: str
+    code: int
+    seconds: float
+    finished: bool = False
+    collected: int = 0
+    passed: int = 0
+    skipped: int = 0
+    failures: tuple[RunFailure, ...] = ()
+    errors: tuple[RunFailure, ...] = ()
+    durations: Mapping[str, float] = field(default_factory=dict)
+    output: str = ""
+    wrote: tuple[str, ...] = ()
+
+    @property
+    def passed_cleanly(self) -> bool:
+        """Exit code 0 after a finished session with at least one test that passed."""
+        return (self.kind == "exited" and self.code == 0 and self.finished
+                and not self.failures and not self.errors and self.passed > 0)
+
+
+def worker_environment() -> dict[str, str]:
+    """The worker's environment: ours, less pytest's variables, with fixed seeds and threads."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "HYPOTHESIS_"))}
+    env.update({
+        "PYTHONHASHSEED": "0",  # forked runs share it: fixed, so set order is reproducible
+        "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+        "PYTHONUNBUFFERED": "1",
+    })
+    env.pop("PYTHONSTARTUP", None)
+    return env
+
+
+def _snapshot(*roots: Path) -> dict[str, tuple[int, int]]:
+    out: dict[str, tuple[int, int]] = {}
+    for root in roots:
+        for dirpath, dirnames, filenames in os.walk(root):
+            dirnames[:] = [d for d in dirnames if d not in _IGNORED]
+            for name in filenames:
+                path = Path(dirpath, name)
+                with contextlib.suppress(OSError):
+                    st = path.lstat()
+                    out[str(path.relative_to(root.parent))] = (st.st_size, st.st_mtime_ns)
+    return out
+
+
+def _remove(path: Path) -> None:
+    def make_writable(function: Any, target: str, excinfo: Any) -> None:
+        with contextlib.suppress(OSError):
+            os.chmod(os.path.dirname(target), stat.S_IRWXU)
+            os.chmod(target, stat.S_IRWXU)
+            function(target)
+
+    shutil.rmtree(path, onerror=make_writable)
+
+
+def _read_text(path: Path, limit: int) -> str:
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            size = handle.tell()
+            handle.seek(max(0, size - limit))
+            text = handle.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+    return text if size <= limit else "..." + text
+
+
+def _parse(outcome_file: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(outcome_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _failures(items: Any) -> tuple[RunFailure, ...]:
+    out = []
+    for item in items if isinstance(items, list) else []:
+        if isinstance(item, dict):
+            out.append(RunFailure(str(item.get("test", "")), str(item.get("message", "")),
+                                  str(item.get("when", "call")), str(item.get("details", ""))))
+    return tuple(out)
+
+
+class RunPool:
+    """Runs a suite against reference source trees, one forked process per run.
+
+    Use as a context manager; ``submit`` prepares a run folder and hands it to the worker,
+    ``next_done`` blocks until some run ends and returns its outcome (the folder is gone then).
+
+    Args:
+        suite: the suite folder, or one test file (its folder's ``conftest.py`` comes along).
+        select: pytest arguments relative to the suite's copy that choose what runs
+            (default: the whole suite).
+    """
+
+    def __init__(self, suite: Path, select: Sequence[str] = ()) -> None:
+        self.suite = suite.resolve()
+        if self.suite.is_file():
+            self.suite_name = self.suite.parent.name or "suite"
+            self.select = tuple(select) or (self.suite.name,)
+        else:
+            self.suite_name = self.suite.name or "suite"
+            self.select = tuple(select) or (".",)
+        self.root: Path | None = None
+        self._worker: subprocess.Popen[bytes] | None = None
+        self._log: IO[bytes] | None = None
+        self._runs: dict[str, tuple[Path, dict[str, tuple[int, int]]]] = {}
+
+    def __enter__(self) -> RunPool:
+        self.root = Path(tempfile.mkdtemp(prefix="spec-verify-grade-"))
+        self._log = open(self.root / "worker.log", "wb")
+        self._worker = subprocess.Popen(
+            [sys.executable, "-m", "spec_verify.mutants._worker"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log,
+            cwd=self.root, env=worker_environment(), start_new_session=True,
+        )
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """End the worker (and every run still going) and delete all run folders."""
+        worker, self._worker = self._worker, None
+        if worker is not None:
+            with contextlib.suppress(OSError):
+                if worker.stdin:
+                    worker.stdin.close()
+            try:
+                worker.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                worker.kill()
+                worker.wait()
+            if worker.stdout:
+                worker.stdout.close()
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+        if self.root is not None:
+            _remove(self.root)
+            self.root = None
+        self._runs.clear()
+
+    @property
+    def running(self) -> int:
+        return len(self._runs)
+
+    def submit(self, sources: Mapping[str, str], args: Sequence[str], timeout: float,
+               order: Sequence[str] | None = None) -> str:
+        """Start a run of the suite against ``sources``; returns the run's token."""
+        if self._worker is None or self._worker.stdin is None or self.root is None:
+            raise WorkerError("the run pool is not started (use it as a context manager)")
+        run = Path(tempfile.mkdtemp(prefix="run-", dir=self.root))
+        lib = run / "lib" / "reference"
+        for name, text in sources.items():
+            target = lib / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text, encoding="utf-8")
+        copy = run / self.suite_name
+        if self.suite.is_dir():
+            shutil.copytree(self.suite, copy, ignore=shutil.ignore_patterns(*_IGNORED),
+                            symlinks=True)
+        else:
+            copy.mkdir()
+            shutil.copy2(self.suite, copy / self.suite.name)
+            conftest = self.suite.parent / "conftest.py"
+            if conftest.is_file():
+                shutil.copy2(conftest, copy / "conftest.py")
+        for name in ("home", "tmp"):
+            (run / name).mkdir()
+        (run / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
+        before = _snapshot(copy, run / "home", run / "tmp")
+        token = secrets.token_hex(8)
+        job = {"token": token, "run_dir": str(run), "suite_name": self.suite_name,
+               "args": [*args, *self.select], "timeout": timeout,
+               "order": list(order) if order else None}
+        try:
+            self._worker.stdin.write(json.dumps(job).encode() + b"\n")
+            self._worker.stdin.flush()
+        except OSError as exc:
+            raise WorkerError(f"the grader's worker process is gone ({exc}); see "
+                              f"{self.root / 'worker.log'}") from exc
+        self._runs[token] = (run, before)
+        return token
+
+    def next_done(self) -> tuple[str, RunOutcome]:
+        """Block until a run ends; its token and outcome."""
+        if self._worker is None or self._worker.stdout is None:
+            raise WorkerError("the run pool is not started")
+        line = self._worker.stdout.readline()
+        if not line:
+            log = _read_text(self.root / "worker.log", 2000) if self.root else ""
+            raise WorkerError(f"the grader's worker process ended unexpectedly:\n{log}")
+        reply = json.loads(line)
+        token = str(reply["token"])
+        run, before = self._runs.pop(token)
+        return token, self._outcome(run, before, reply)
+
+    def _outcome(self, run: Path, before: Mapping[str, tuple[int, int]],
+                 reply: Mapping[str, Any]) -> RunOutcome:
+        copy = run / self.suite_name
+        after = _snapshot(copy, run / "home", run / "tmp")
+        wrote = tuple(sorted(p for p, v in after.items() if before.get(p) != v))
+        data = _parse(run / "outcome.json") or {}
+        output = _read_text(run / "output.txt", _OUTPUT_TAIL)
+        _remove(run)
+        durations = data.get("durations", {})
+
+        def count(key: str) -> int:
+            value = data.get(key, 0)
+            return value if isinstance(value, int) else 0
+
+        return RunOutcome(
+            kind=str(reply["kind"]), code=int(reply["code"]), seconds=float(reply["seconds"]),
+            finished=data.get("finished") is True and data.get("exit_code") == reply["code"],
+            collected=count("collected"), passed=count("passed"), skipped=count("skipped"),
+            failures=_failures(data.get("failures")), errors=_failures(data.get("errors")),
+            durations={str(k): float(v) for k, v in durations.items()}
+            if isinstance(durations, dict) else {},
+            output=output, wrote=wrote,
+        )
+
+    def run_all(self, jobs: int, runs: Sequence[tuple[Mapping[str, str], Sequence[str], float,
+                                                      Sequence[str] | None]],
+                ) -> Iterator[tuple[int, RunOutcome]]:
+        """Run ``(sources, args, timeout, order)`` tuples, ``jobs`` at a time, in the given
+        order; yields ``(index, outcome)`` as runs end."""
+        index_by_token: dict[str, int] = {}
+        queue = list(enumerate(runs))
+        queue.reverse()
+        while queue or index_by_token:
+            while queue and len(index_by_token) < max(1, jobs):
+                index, (sources, args, timeout, order) = queue.pop()
+                index_by_token[self.submit(sources, args, timeout, order)] = index
+            token, outcome = self.next_done()
+            yield index_by_token.pop(token), outcome

@@ -1,0 +1,265 @@
+"""The grader's fork server: one warm interpreter that forks a fresh process per graded run.
+
+Started once per grading as ``python -m spec_verify.mutants._worker`` with a fixed environment,
+it imports the heavy libraries (numpy, pytest, scipy, hypothesis) once, then reads one job per
+line on standard input and forks a child for it. The child, and only the child:
+
+- becomes its own process group (a time limit kills the group: the suite's subprocesses too);
+- points standard input at ``/dev/null`` and standard output and error at the run's
+  ``output.txt`` (the pipes to the grader are closed, so a suite cannot speak the protocol);
+- sets ``HOME`` and ``TMPDIR`` to folders inside the run, ``cwd`` to the suite's copy;
+- seeds ``random`` and numpy's global generator with 0, and passes ``--hypothesis-seed=0``, so
+  the same suite gets the same result every time;
+- puts a finder first on ``sys.meta_path`` that imports ``spec_verify.reference`` from the
+  run's copy of the reference source (``<run>/lib/reference``);
+- runs ``pytest.main`` with a recorder plugin, writes ``<run>/outcome.json`` and exits.
+
+The worker never learns which reference a run gets: a job names only a run folder (a random
+temporary path), pytest's arguments and a time limit, and the grader shuffles the runs. The
+clean run, the canary, the decoys and every mutant go through this same code path, so a suite
+can tell them apart only by the reference's behaviour. Replies are one JSON line per finished
+run: ``{"token", "kind": "exited" | "signaled" | "timed_out", "code", "seconds"}``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.machinery
+import json
+import os
+import select
+import signal
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+__all__ = ["main"]
+
+PACKAGE = "spec_verify.reference"
+# Libraries imported once in the worker so that each forked run starts warm. Importing them
+# cannot change a run: none of them imports the reference.
+_PRELOAD = ("numpy", "pytest", "scipy.stats", "hypothesis", "_hypothesis_pytestplugin")
+_INTERNAL_ERROR = 70  # the child's own setup failed (EX_SOFTWARE): the grader reports it
+
+
+class _ReferenceFinder(importlib.machinery.PathFinder):
+    """Imports ``spec_verify.reference`` and its submodules from one folder."""
+
+    def __init__(self, directory: str) -> None:
+        self.directory = directory
+
+    def find_spec(  # type: ignore[override]
+        self, fullname: str, path: Sequence[str] | None = None, target: ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        if fullname == PACKAGE:
+            init = os.path.join(self.directory, "__init__.py")
+            loader = importlib.machinery.SourceFileLoader(fullname, init)
+            spec = importlib.machinery.ModuleSpec(fullname, loader, origin=init, is_package=True)
+            spec.has_location = True
+            spec.submodule_search_locations = [self.directory]
+            return spec
+        if fullname.startswith(PACKAGE + "."):
+            return importlib.machinery.PathFinder.find_spec(fullname, [self.directory])
+        return None
+
+
+class _Recorder:
+    """A pytest plugin: test order, outcomes, first failures, durations, session end."""
+
+    def __init__(self, order: Sequence[str] | None) -> None:
+        self.rank = {nodeid: i for i, nodeid in enumerate(order or ())}
+        self.collected = 0
+        self.passed = 0
+        self.skipped = 0
+        self.failures: list[dict[str, str]] = []
+        self.errors: list[dict[str, str]] = []
+        self.durations: dict[str, float] = {}
+        self.finished = False
+
+    def pytest_collection_modifyitems(self, items: list[Any]) -> None:
+        if self.rank:  # the grader's order (fastest clean tests first); unknown tests last
+            last = len(self.rank)
+            order = {id(item): i for i, item in enumerate(items)}
+            items.sort(key=lambda item: (self.rank.get(item.nodeid, last), order[id(item)]))
+
+    def pytest_collection_finish(self, session: Any) -> None:
+        self.collected = len(session.items)
+
+    def pytest_collectreport(self, report: Any) -> None:
+        if report.failed:
+            self.errors.append({"test": report.nodeid or ".", "message": _message(report)})
+
+    def pytest_runtest_logreport(self, report: Any) -> None:
+        self.durations[report.nodeid] = self.durations.get(report.nodeid, 0.0) + report.duration
+        if report.failed:
+            self.failures.append({
+                "test": report.nodeid, "when": report.when, "message": _message(report),
+                "details": _tail(getattr(report, "longreprtext", "") or "", 4000),
+            })
+        elif report.when == "call" and report.passed:
+            self.passed += 1
+        elif report.skipped:
+            self.skipped += 1
+
+    def pytest_sessionfinish(self) -> None:
+        self.finished = True
+
+    def as_json(self, exit_code: int) -> dict[str, Any]:
+        return {
+            "exit_code": exit_code, "finished": self.finished, "collected": self.collected,
+            "passed": self.passed, "skipped": self.skipped, "failures": self.failures,
+            "errors": self.errors, "durations": self.durations,
+        }
+
+
+def _message(report: Any) -> str:
+    crash: Any = getattr(getattr(report, "longrepr", None), "reprcrash", None)
+    message = str(getattr(crash, "message", "") or "")
+    if message:
+        return _tail(message, 500)
+    text = (getattr(report, "longreprtext", "") or "").strip().splitlines()
+    return _tail(text[-1] if text else "", 500)
+
+
+def _tail(text: str, limit: int) -> str:
+    return text if len(text) <= limit else "..." + text[-limit:]
+
+
+def _run_child(job: dict[str, Any]) -> int:
+    """Everything a forked run does; returns pytest's exit code."""
+    run = Path(job["run_dir"])
+    cwd = run / job["suite_name"]
+    null = os.open(os.devnull, os.O_RDONLY)
+    out = os.open(run / "output.txt", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.dup2(null, 0)
+    os.dup2(out, 1)
+    os.dup2(out, 2)
+    os.close(null)
+    os.close(out)
+    os.chdir(cwd)
+    os.environ["HOME"] = str(run / "home")
+    os.environ["TMPDIR"] = str(run / "tmp")
+    import tempfile
+
+    tempfile.tempdir = None  # recomputed from TMPDIR on first use
+    sys.argv = [os.path.join(os.path.dirname(_import("pytest").__file__), "__main__.py")]
+    sys.path[0] = str(cwd)  # as ``python -m pytest`` run from the suite's folder
+    if any(name == PACKAGE or name.startswith(PACKAGE + ".") for name in sys.modules):
+        raise RuntimeError("the worker imported the reference before forking")
+    sys.meta_path.insert(0, _ReferenceFinder(str(run / "lib" / "reference")))
+    import random
+
+    random.seed(0)
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        numpy.random.seed(0)
+    recorder = _Recorder(job.get("order"))
+    code = int(_import("pytest").main(list(job["args"]), plugins=[recorder]))
+    text = json.dumps(recorder.as_json(code))
+    with open(run / "outcome.json", "w", encoding="utf-8") as handle:
+        handle.write(text)
+    return code
+
+
+def _import(name: str) -> Any:
+    return __import__(name, fromlist=["_"])
+
+
+def _fork(job: dict[str, Any], private_fds: Sequence[int]) -> int:
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid:
+        with contextlib.suppress(OSError):  # the child may have done it already
+            os.setpgid(pid, pid)
+        return pid
+    code = _INTERNAL_ERROR
+    try:
+        os.setpgid(0, 0)
+        for fd in private_fds:
+            os.close(fd)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        code = _run_child(job)
+    except BaseException:  # report it in the run's output, never return into the worker loop
+        with contextlib.suppress(BaseException):
+            import traceback
+
+            traceback.print_exc()
+    finally:
+        with contextlib.suppress(BaseException):
+            sys.stdout.flush()
+            sys.stderr.flush()
+        os._exit(code if 0 <= code < 256 else _INTERNAL_ERROR)
+    return 0  # unreachable: the child always leaves through os._exit
+
+
+def _preload() -> None:
+    for name in _PRELOAD:
+        with contextlib.suppress(Exception):
+            _import(name)
+
+
+def main() -> int:
+    """Serve jobs until standard input closes; then end every run still going."""
+    _preload()
+    requests = os.dup(0)
+    replies = os.dup(1)
+    os.dup2(2, 1)  # stray prints must not corrupt the protocol
+    running: dict[int, dict[str, Any]] = {}
+    pending = b""
+    open_input = True
+
+    def reply(job: dict[str, Any], kind: str, code: int) -> None:
+        seconds = time.monotonic() - job["started"]
+        line = json.dumps({"token": job["token"], "kind": kind, "code": code, "seconds": seconds})
+        os.write(replies, line.encode() + b"\n")
+
+    while open_input or running:
+        ready, _, _ = select.select([requests] if open_input else [], [], [], 0.005)
+        if ready:
+            chunk = os.read(requests, 1 << 16)
+            if not chunk:
+                open_input = False
+                for pid in running:
+                    with contextlib.suppress(OSError):
+                        os.killpg(pid, signal.SIGKILL)
+            pending += chunk
+            while b"\n" in pending:
+                line, pending = pending.split(b"\n", 1)
+                job = json.loads(line)
+                job["started"] = time.monotonic()
+                job["deadline"] = job["started"] + float(job["timeout"])
+                job["timed_out"] = False
+                running[_fork(job, (requests, replies))] = job
+        now = time.monotonic()
+        for pid, job in running.items():
+            if not job["timed_out"] and now > job["deadline"]:
+                job["timed_out"] = True
+                with contextlib.suppress(OSError):
+                    os.killpg(pid, signal.SIGKILL)
+        while running:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
+            job = running.pop(pid, None)
+            if job is None:
+                continue
+            with contextlib.suppress(OSError):  # whatever the run left behind in its group
+                os.killpg(pid, signal.SIGKILL)
+            if job["timed_out"]:
+                reply(job, "timed_out", 0)
+            elif os.WIFSIGNALED(status):
+                reply(job, "signaled", os.WTERMSIG(status))
+            else:
+                reply(job, "exited", os.waitstatus_to_exitcode(status))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
