@@ -250,8 +250,9 @@ def _selected(mutant_ids: Sequence[str] | None) -> tuple[Mutant, ...]:
     return chosen
 
 
-def _not_graded(suite: Path, reason: str, started: float, **fields: object) -> GradeResult:
-    return GradeResult(grade=0.0, detected=0, total=0, graded=False, reason=reason, mutants=(),
+def _not_graded(suite: Path, reason: str, started: float, total: int,
+                **fields: object) -> GradeResult:
+    return GradeResult(grade=0.0, detected=0, total=total, graded=False, reason=reason, mutants=(),
                        suite=str(suite), seconds=time.monotonic() - started,
                        **fields)  # type: ignore[arg-type]
 
@@ -314,7 +315,7 @@ def grade(
         if not clean.passed_cleanly:
             why = _why_not_passing(clean, clean_timeout)
             return _not_graded(
-                suite, f"grade 0: on the clean reference the suite {why}", started,
+                suite, f"grade 0: on the clean reference the suite {why}", started, len(chosen),
                 clean_seconds=clean.seconds, clean_tests=clean.passed,
                 clean_failures=clean.failures + clean.errors, notes=tuple(notes),
             )
@@ -343,7 +344,7 @@ def grade(
     if canary_run.kind == "exited" and canary_run.code == 0:
         return _not_graded(
             suite, "grade 0: the suite passes when every function of the reference raises "
-            "(the canary): it tests nothing", started, **common)
+            "(the canary): it tests nothing", started, len(chosen), **common)
     for i in range(decoys):
         decoy = outcomes["decoy", i]
         if not decoy.passed_cleanly:
@@ -351,7 +352,7 @@ def grade(
                 suite, "grade 0: on a repeated clean run the suite "
                 f"{_why_not_passing(decoy, limit)}; its result depends on something other "
                 "than the reference's behaviour (randomness, the clock, the order of runs)",
-                started, clean_failures=decoy.failures + decoy.errors,
+                started, len(chosen), clean_failures=decoy.failures + decoy.errors,
                 **common)
     results = []
     for i, mutant in enumerate(chosen):

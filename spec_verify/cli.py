@@ -18,6 +18,8 @@ __all__ = ["main"]
 _COMMANDS = (
     "spec_verify._cmd_demo",
     "spec_verify._cmd_power",
+    "spec_verify._cmd_mutants",
+    "spec_verify._cmd_grade",
 )
 
 

@@ -1,0 +1,83 @@
+"""``spec-verify grade PATH``: score a test suite by the planted bugs it catches."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+__all__ = ["register", "run"]
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the ``grade`` sub-command to the CLI."""
+    parser = subparsers.add_parser(
+        "grade",
+        help="grade a pytest suite by the share of the catalogue's mutants it kills",
+        description="Run the pytest suite at PATH against the clean reference (it must pass), "
+        "a canary reference that fails everything (the suite must fail), and each mutant of "
+        "the catalogue in its own process; the grade is the share of mutants detected. The "
+        "suite imports the contract as spec_verify.reference (or uses the plugin's spec_impl "
+        "fixture). Exit code 0 when the suite was graded and the grade reaches --fail-under.",
+    )
+    parser.add_argument("path", metavar="PATH", help="a folder of tests or one test file")
+    parser.add_argument("-j", "--jobs", type=int, default=None, metavar="N",
+                        help="runs at a time (default: the available CPUs)")
+    parser.add_argument("--mutants", default=None, metavar="IDS",
+                        help="comma-separated catalogue ids to grade against (default: all)")
+    parser.add_argument("--json", metavar="FILE", help="write a mutation-testing-elements report")
+    parser.add_argument("--gradescope", metavar="FILE", help="write Gradescope's results.json")
+    parser.add_argument("--junit", metavar="FILE", help="write JUnit XML")
+    parser.add_argument("--fail-under", type=float, default=0.0, metavar="PCT",
+                        help="exit 1 when the grade is below PCT percent (default: 0)")
+    parser.add_argument("--timeout-factor", type=float, default=5.0, metavar="F",
+                        help="a run's time limit is max(--min-timeout, F x the clean run)")
+    parser.add_argument("--min-timeout", type=float, default=10.0, metavar="S",
+                        help="smallest time limit per run, in seconds (default: %(default)g)")
+    parser.add_argument("--clean-timeout", type=float, default=600.0, metavar="S",
+                        help="time limit of the clean run, in seconds (default: %(default)g)")
+    parser.add_argument("--decoys", type=int, default=1, metavar="N",
+                        help="clean runs hidden among the mutants (default: %(default)d)")
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Grade, print the table, write the requested reports; 0 when graded and high enough."""
+    from spec_verify.errors import InvalidArgument
+    from spec_verify.mutants.grader import grade
+    from spec_verify.mutants.reports import (
+        gradescope_results,
+        junit_xml,
+        mutation_testing_report,
+        terminal_report,
+    )
+
+    mutants = None if args.mutants is None else [m.strip() for m in args.mutants.split(",")]
+
+    def progress(line: str) -> None:
+        if not args.quiet:
+            print(line, file=sys.stderr, flush=True)
+
+    try:
+        result = grade(
+            args.path, jobs=args.jobs, mutants=mutants, timeout_factor=args.timeout_factor,
+            min_timeout=args.min_timeout, clean_timeout=args.clean_timeout, decoys=args.decoys,
+            progress=progress,
+        )
+    except InvalidArgument as error:
+        print(f"spec-verify grade: error: {error}", file=sys.stderr)
+        return 2
+    print(terminal_report(result), end="")
+    writers = ((args.json, lambda: json.dumps(mutation_testing_report(result), indent=2)),
+               (args.gradescope, lambda: json.dumps(gradescope_results(result), indent=2)),
+               (args.junit, lambda: junit_xml(result)))
+    for target, render in writers:
+        if target:
+            Path(target).write_text(render() + ("" if target == args.junit else "\n"),
+                                    encoding="utf-8")
+            print(f"wrote {target}", file=sys.stderr)
+    if not result.graded or 100 * result.grade < args.fail_under:
+        return 1
+    return 0

@@ -1,0 +1,61 @@
+"""``spec-verify mutants list`` and ``spec-verify mutants show ID``: the mutant catalogue."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+__all__ = ["register", "run"]
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the ``mutants`` sub-command to the CLI."""
+    parser = subparsers.add_parser(
+        "mutants",
+        help="the mutant catalogue: planted bugs s01-s24 and the tests of ours that kill them",
+        description="List the catalogue of planted bugs (each a small exact change to the "
+        "reference source), or show one with its pitfall, symptom, killing test and diff.",
+    )
+    actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    listing = actions.add_parser("list", help="one line per mutant")
+    listing.add_argument("--json", action="store_true", help="print the catalogue as JSON")
+    show = actions.add_parser("show", help="one mutant, with its diff against the reference")
+    show.add_argument("mutant_id", metavar="ID", help="a catalogue id, e.g. s03")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the catalogue or one entry; exit code 2 for an unknown id."""
+    from spec_verify.mutants import CATALOGUE, PITFALLS, UnknownMutant, mutant_by_id, unified_diff
+    from spec_verify.mutants._source import reference_sources
+
+    if args.action == "list":
+        if args.json:
+            print(json.dumps([{
+                "id": m.id, "title": m.title, "pitfall": m.pitfall, "origin": m.origin,
+                "symptom": m.symptom, "files": [f"reference/{f}" for f in m.files],
+                "killed_by": [f"tests/{t}" for t in m.killed_by],
+            } for m in CATALOGUE], indent=2))
+            return 0
+        print(f"{'id':<5}{'pitfall':<9}{'file':<24}title")
+        for m in CATALOGUE:
+            pitfall = str(m.pitfall) if m.pitfall is not None else "ours"
+            print(f"{m.id:<5}{pitfall:<9}{'reference/' + m.files[0]:<24}{m.title}")
+        print(f"\n{len(CATALOGUE)} mutants; `spec-verify mutants show ID` for one with its diff")
+        return 0
+    try:
+        mutant = mutant_by_id(args.mutant_id)
+    except UnknownMutant as error:
+        print(f"spec-verify mutants: error: {error}", file=sys.stderr)
+        return 2
+    pitfall = (f"{mutant.pitfall}. {PITFALLS[mutant.pitfall]}" if mutant.pitfall is not None
+               else "(outside the seed's table)")
+    print(f"{mutant.id}: {mutant.title}")
+    print(f"origin:    {'seed pitfalls table' if mutant.origin == 'seed' else 'ours'}")
+    print(f"pitfall:   {pitfall}")
+    print(f"symptom:   {mutant.symptom}")
+    print("killed by: " + ", ".join(f"tests/{t}" for t in mutant.killed_by))
+    print()
+    print(unified_diff(mutant, reference_sources()), end="")
+    return 0
