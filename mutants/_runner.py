@@ -11,8 +11,10 @@ reference's text differs. The folder is deleted when the run has been read.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
+import py_compile
 import secrets
 import shutil
 import stat
@@ -27,7 +29,7 @@ from typing import IO, Any
 
 from spec_verify.errors import SpecVerifyError
 
-__all__ = ["RunFailure", "RunOutcome", "RunPool", "WorkerError"]
+__all__ = ["RunFailure", "RunOutcome", "RunPool", "RunRequest", "WorkerError"]
 
 # Folders a suite's copy leaves out: caches and databases of earlier runs.
 _IGNORED = ("__pycache__", ".pytest_cache", ".hypothesis", ".git", ".mypy_cache", ".ruff_cache")
@@ -64,6 +66,8 @@ class RunOutcome:
         durations: seconds per test (setup + call + teardown).
         output: the tail of the run's standard output and error.
         wrote: files the suite created or changed in its copy, home or temporary folder.
+        modules: the modules the run had imported at the end, its own and the reference's
+            left out (the grader preloads them for later runs).
     """
 
     kind: str
@@ -78,6 +82,7 @@ class RunOutcome:
     durations: Mapping[str, float] = field(default_factory=dict)
     output: str = ""
     wrote: tuple[str, ...] = ()
+    modules: tuple[str, ...] = ()
 
     @property
     def passed_cleanly(self) -> bool:
@@ -150,6 +155,18 @@ def _failures(items: Any) -> tuple[RunFailure, ...]:
     return tuple(out)
 
 
+@dataclass(frozen=True)
+class RunRequest:
+    """One run: the reference tree, pytest's arguments, a time limit, an optional test order
+    (node ids, first to last) and an optional selection replacing the pool's."""
+
+    sources: Mapping[str, str]
+    args: Sequence[str]
+    timeout: float
+    order: Sequence[str] | None = None
+    select: Sequence[str] | None = None
+
+
 class RunPool:
     """Runs a suite against reference source trees, one forked process per run.
 
@@ -211,21 +228,53 @@ class RunPool:
             self.root = None
         self._runs.clear()
 
-    @property
-    def running(self) -> int:
-        return len(self._runs)
+    def preload(self, modules: Sequence[str]) -> None:
+        """Have the worker import ``modules`` now, so that later runs start with them."""
+        self._send({"preload": list(modules)})
 
-    def submit(self, sources: Mapping[str, str], args: Sequence[str], timeout: float,
-               order: Sequence[str] | None = None) -> str:
-        """Start a run of the suite against ``sources``; returns the run's token."""
+    def _send(self, message: Mapping[str, Any]) -> None:
         if self._worker is None or self._worker.stdin is None or self.root is None:
             raise WorkerError("the run pool is not started (use it as a context manager)")
-        run = Path(tempfile.mkdtemp(prefix="run-", dir=self.root))
-        lib = run / "lib" / "reference"
+        try:
+            self._worker.stdin.write(json.dumps(message).encode() + b"\n")
+            self._worker.stdin.flush()
+        except OSError as exc:
+            raise WorkerError(f"the grader's worker process is gone ({exc}); see "
+                              f"{self.root / 'worker.log'}") from exc
+
+    def _write_reference(self, sources: Mapping[str, str], lib: Path) -> None:
+        """The tree's files, with bytecode compiled once per distinct file (hash-checked
+        pycs stay valid whatever the files' times)."""
+        assert self.root is not None
+        tag = sys.implementation.cache_tag
         for name, text in sources.items():
             target = lib / name
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(text, encoding="utf-8")
+            if not name.endswith(".py") or tag is None:
+                continue
+            key = hashlib.sha256(f"{name}\0{text}".encode()).hexdigest()
+            cached = self.root / "pyc" / f"{key}.pyc"
+            if not cached.exists():
+                with contextlib.suppress(py_compile.PyCompileError, OSError):
+                    py_compile.compile(str(target), cfile=str(cached), doraise=True,
+                                       invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH)
+            if cached.exists():
+                pyc = target.parent / "__pycache__" / f"{target.stem}.{tag}.pyc"
+                pyc.parent.mkdir(exist_ok=True)
+                shutil.copyfile(cached, pyc)
+
+    @property
+    def running(self) -> int:
+        return len(self._runs)
+
+    def submit(self, request: RunRequest) -> str:
+        """Start a run of the suite; returns the run's token."""
+        sources = request.sources
+        if self.root is None:
+            raise WorkerError("the run pool is not started (use it as a context manager)")
+        run = Path(tempfile.mkdtemp(prefix="run-", dir=self.root))
+        self._write_reference(sources, run / "lib" / "reference")
         copy = run / self.suite_name
         if self.suite.is_dir():
             shutil.copytree(self.suite, copy, ignore=shutil.ignore_patterns(*_IGNORED),
@@ -241,15 +290,11 @@ class RunPool:
         (run / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
         before = _snapshot(copy, run / "home", run / "tmp")
         token = secrets.token_hex(8)
+        select = self.select if request.select is None else tuple(request.select)
         job = {"token": token, "run_dir": str(run), "suite_name": self.suite_name,
-               "args": [*args, *self.select], "timeout": timeout,
-               "order": list(order) if order else None}
-        try:
-            self._worker.stdin.write(json.dumps(job).encode() + b"\n")
-            self._worker.stdin.flush()
-        except OSError as exc:
-            raise WorkerError(f"the grader's worker process is gone ({exc}); see "
-                              f"{self.root / 'worker.log'}") from exc
+               "args": [*request.args, *select], "timeout": request.timeout,
+               "order": list(request.order) if request.order else None}
+        self._send(job)
         self._runs[token] = (run, before)
         return token
 
@@ -288,19 +333,18 @@ class RunPool:
             durations={str(k): float(v) for k, v in durations.items()}
             if isinstance(durations, dict) else {},
             output=output, wrote=wrote,
+            modules=tuple(str(m) for m in data.get("modules", []) if isinstance(m, str)),
         )
 
-    def run_all(self, jobs: int, runs: Sequence[tuple[Mapping[str, str], Sequence[str], float,
-                                                      Sequence[str] | None]],
-                ) -> Iterator[tuple[int, RunOutcome]]:
-        """Run ``(sources, args, timeout, order)`` tuples, ``jobs`` at a time, in the given
-        order; yields ``(index, outcome)`` as runs end."""
+    def run_all(self, jobs: int, runs: Sequence[RunRequest]) -> Iterator[tuple[int, RunOutcome]]:
+        """Run the requests ``jobs`` at a time, in the given order; yields ``(index, outcome)``
+        as runs end."""
         index_by_token: dict[str, int] = {}
         queue = list(enumerate(runs))
         queue.reverse()
         while queue or index_by_token:
             while queue and len(index_by_token) < max(1, jobs):
-                index, (sources, args, timeout, order) = queue.pop()
-                index_by_token[self.submit(sources, args, timeout, order)] = index
+                index, request = queue.pop()
+                index_by_token[self.submit(request)] = index
             token, outcome = self.next_done()
             yield index_by_token.pop(token), outcome

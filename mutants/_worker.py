@@ -39,9 +39,11 @@ from typing import Any
 __all__ = ["main"]
 
 PACKAGE = "spec_verify.reference"
-# Libraries imported once in the worker so that each forked run starts warm. Importing them
-# cannot change a run: none of them imports the reference.
-_PRELOAD = ("numpy", "pytest", "scipy.stats", "hypothesis", "_hypothesis_pytestplugin")
+# Libraries imported once in the worker so that each forked run starts warm (pytest would
+# otherwise rewrite hypothesis's plugin modules in every run). After the clean run the grader
+# asks for the modules that run imported too (``{"preload": [...]}``); an import that would
+# pull in the reference is rolled back, so every run imports the reference from its own copy.
+_PRELOAD = ("numpy", "pytest", "hypothesis", "_hypothesis_pytestplugin")
 _INTERNAL_ERROR = 70  # the child's own setup failed (EX_SOFTWARE): the grader reports it
 
 
@@ -78,6 +80,7 @@ class _Recorder:
         self.errors: list[dict[str, str]] = []
         self.durations: dict[str, float] = {}
         self.finished = False
+        self.modules: list[str] = []
 
     def pytest_collection_modifyitems(self, items: list[Any]) -> None:
         if self.rank:  # the grader's order (fastest clean tests first); unknown tests last
@@ -106,12 +109,18 @@ class _Recorder:
 
     def pytest_sessionfinish(self) -> None:
         self.finished = True
+        run = os.path.dirname(os.getcwd())
+        self.modules = [
+            name for name, module in list(sys.modules.items())
+            if name != "__main__" and not _is_reference(name)
+            and not str(getattr(module, "__file__", None) or "").startswith(run + os.sep)
+        ]
 
     def as_json(self, exit_code: int) -> dict[str, Any]:
         return {
             "exit_code": exit_code, "finished": self.finished, "collected": self.collected,
             "passed": self.passed, "skipped": self.skipped, "failures": self.failures,
-            "errors": self.errors, "durations": self.durations,
+            "errors": self.errors, "durations": self.durations, "modules": self.modules,
         }
 
 
@@ -147,7 +156,7 @@ def _run_child(job: dict[str, Any]) -> int:
     tempfile.tempdir = None  # recomputed from TMPDIR on first use
     sys.argv = [os.path.join(os.path.dirname(_import("pytest").__file__), "__main__.py")]
     sys.path[0] = str(cwd)  # as ``python -m pytest`` run from the suite's folder
-    if any(name == PACKAGE or name.startswith(PACKAGE + ".") for name in sys.modules):
+    if any(_is_reference(name) for name in sys.modules):
         raise RuntimeError("the worker imported the reference before forking")
     sys.meta_path.insert(0, _ReferenceFinder(str(run / "lib" / "reference")))
     import random
@@ -166,6 +175,10 @@ def _run_child(job: dict[str, Any]) -> int:
 
 def _import(name: str) -> Any:
     return __import__(name, fromlist=["_"])
+
+
+def _is_reference(name: str) -> bool:
+    return name == PACKAGE or name.startswith(PACKAGE + ".")
 
 
 def _fork(job: dict[str, Any], private_fds: Sequence[int]) -> int:
@@ -196,15 +209,21 @@ def _fork(job: dict[str, Any], private_fds: Sequence[int]) -> int:
     return 0  # unreachable: the child always leaves through os._exit
 
 
-def _preload() -> None:
-    for name in _PRELOAD:
+def _preload(names: Sequence[str]) -> None:
+    for name in names:
+        if name in sys.modules or _is_reference(name):
+            continue
+        before = set(sys.modules)
         with contextlib.suppress(Exception):
             _import(name)
+        if any(_is_reference(n) for n in sys.modules):  # roll the whole import back
+            for added in set(sys.modules) - before:
+                del sys.modules[added]
 
 
 def main() -> int:
     """Serve jobs until standard input closes; then end every run still going."""
-    _preload()
+    _preload(_PRELOAD)
     requests = os.dup(0)
     replies = os.dup(1)
     os.dup2(2, 1)  # stray prints must not corrupt the protocol
@@ -230,6 +249,9 @@ def main() -> int:
             while b"\n" in pending:
                 line, pending = pending.split(b"\n", 1)
                 job = json.loads(line)
+                if "preload" in job:
+                    _preload([str(name) for name in job["preload"]])
+                    continue
                 job["started"] = time.monotonic()
                 job["deadline"] = job["started"] + float(job["timeout"])
                 job["timed_out"] = False

@@ -38,7 +38,7 @@ from pathlib import Path
 
 from spec_verify.errors import InvalidArgument
 
-from ._runner import RunFailure, RunOutcome, RunPool
+from ._runner import RunFailure, RunOutcome, RunPool, RunRequest
 from ._source import canary_sources, reference_sources
 from .catalogue import CATALOGUE, Mutant, apply_mutant, mutant_by_id
 
@@ -303,7 +303,7 @@ def grade(
     say = progress or (lambda line: None)
 
     with RunPool(suite, select) as pool:
-        pool.submit(sources, pytest_arguments(exitfirst=False), clean_timeout)
+        pool.submit(RunRequest(sources, pytest_arguments(exitfirst=False), clean_timeout))
         _, clean = pool.next_done()
         say(f"clean run: {clean.passed} passed, {len(clean.failures)} failed "
             f"in {clean.seconds:.2f} s")
@@ -319,6 +319,7 @@ def grade(
                 clean_seconds=clean.seconds, clean_tests=clean.passed,
                 clean_failures=clean.failures + clean.errors, notes=tuple(notes),
             )
+        pool.preload(clean.modules)  # later runs start with what the suite imported
         limit = max(min_timeout, timeout_factor * clean.seconds)
         order = sorted(clean.durations, key=lambda t: clean.durations[t])
         args = pytest_arguments(exitfirst=True)
@@ -327,8 +328,8 @@ def grade(
         plan += [("canary", 0)] + [("decoy", i) for i in range(decoys)]
         random.SystemRandom().shuffle(plan)
         canary = canary_sources(sources)
-        runs = [(mutated[i] if kind == "mutant" else canary if kind == "canary" else sources,
-                 args, limit, order) for kind, i in plan]
+        runs = [RunRequest(mutated[i] if kind == "mutant" else canary if kind == "canary"
+                           else sources, args, limit, order) for kind, i in plan]
         outcomes: dict[tuple[str, int], RunOutcome] = {}
         for done, (position, outcome) in enumerate(pool.run_all(jobs, runs), start=1):
             kind, i = plan[position]
@@ -372,14 +373,14 @@ def grade(
 
 def run_mutants(
     path: str | os.PathLike[str],
-    mutant_ids: Sequence[str | None],
+    plan: Mapping[str | None, Sequence[str]],
     *,
-    select: Sequence[str] = (),
     exitfirst: bool = True,
     jobs: int | None = None,
     timeout: float = 300.0,
-) -> Mapping[str | None, RunOutcome]:
-    """Run the suite once per mutant id (``None`` is the clean reference); the raw outcomes.
+) -> dict[str | None, RunOutcome]:
+    """Run the suite once per entry of ``plan``: mutant id (``None`` for the clean reference)
+    -> pytest selection relative to the suite (empty for all of it). The raw outcomes.
 
     The same mechanism as ``grade`` without its verdicts: the kill matrix uses it to show which
     of our tests fail against which mutant.
@@ -388,12 +389,12 @@ def run_mutants(
     if not suite.exists():
         raise SuiteNotFound("path", str(path), "does not exist")
     sources = reference_sources()
-    ids = list(dict.fromkeys(mutant_ids))
-    trees = [sources if i is None else apply_mutant(mutant_by_id(i), sources) for i in ids]
+    ids = list(plan)
     args = pytest_arguments(exitfirst)
+    runs = [RunRequest(sources if i is None else apply_mutant(mutant_by_id(i), sources), args,
+                       timeout, select=tuple(plan[i]) or None) for i in ids]
     out: dict[str | None, RunOutcome] = {}
-    with RunPool(suite, select) as pool:
-        runs = [(tree, args, timeout, None) for tree in trees]
+    with RunPool(suite) as pool:
         for index, outcome in pool.run_all(jobs or _default_jobs(), runs):
             out[ids[index]] = outcome
     return out
