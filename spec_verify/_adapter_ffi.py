@@ -33,7 +33,7 @@ import tempfile
 import threading
 import time
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -144,12 +144,20 @@ class _Worker:
         return ImplementationError(self.impl, call, reason)
 
     def exchange(
-        self, message: Any, call: str, timeout: float, rng: Any = None, failures: Any = None
+        self,
+        message: Any,
+        call: str,
+        timeout: float,
+        rng: Any = None,
+        failures: Any = None,
+        while_waiting: Callable[[], None] | None = None,
     ) -> Any:
         """Send ``message`` and wait for its answer, serving uniform requests from ``rng``.
 
-        ``timeout`` bounds the library's time: time spent in ``rng.random()`` is not counted.
-        Raises ImplementationError when the worker dies or runs out of time (it is killed).
+        ``timeout`` bounds the library's time: time spent in ``rng.random()`` and in
+        ``while_waiting()`` (the caller's own work, overlapped with the worker's) is not
+        counted. Raises ImplementationError when the worker dies or runs out of time (it is
+        killed).
         """
         if message is not None:  # None: only wait (for the worker's greeting)
             try:
@@ -157,6 +165,10 @@ class _Worker:
             except (OSError, ValueError) as exc:
                 raise self.died(call) from exc
         deadline = time.monotonic() + timeout
+        if while_waiting is not None:
+            started = time.monotonic()
+            while_waiting()
+            deadline += time.monotonic() - started
         while True:
             remaining = deadline - time.monotonic()
             try:
@@ -240,7 +252,14 @@ class FfiImplementation:
                 self._worker.close()
                 self._worker = None
 
-    def _request(self, call: str, message: Any, timeout: float, rng: Any = None) -> Any:
+    def _request(
+        self,
+        call: str,
+        message: Any,
+        timeout: float,
+        rng: Any = None,
+        while_waiting: Callable[[], None] | None = None,
+    ) -> Any:
         if call in self._hung:
             raise ImplementationError(
                 self.name,
@@ -254,7 +273,7 @@ class FfiImplementation:
             assert worker is not None
             failures: list[BaseException] = []
             try:
-                reply = worker.exchange(message, call, timeout, rng, failures)
+                reply = worker.exchange(message, call, timeout, rng, failures, while_waiting)
             except ImplementationError as exc:
                 self._worker = None
                 worker.kill()
@@ -284,17 +303,20 @@ class FfiImplementation:
             raise value
         return value
 
-    def batch(self, calls: Sequence[Call]) -> list[Outcome]:
+    def batch(
+        self, calls: Sequence[Call], while_waiting: Callable[[], None] | None = None
+    ) -> list[Outcome]:
         """Run many calls in one message; each outcome is ``("ok", value, n_drawn)`` or
         ``("err", exception, n_drawn)``. Uniform sources must be ``("list", [...])``,
-        ``("seed", s)`` or ``("forbid",)``.
+        ``("seed", s)`` or ``("forbid",)``. ``while_waiting()`` runs in this process while
+        the worker computes (e.g. the reference's side of the same cases).
 
         Raises:
             ImplementationError: the worker crashed or hung during the batch (which call is
                 unknown: run them one by one to find it).
         """
         timeout = self.timeout + _BATCH_SECONDS_PER_CALL * len(calls)
-        reply = self._request("batch", ("batch", list(calls)), timeout)
+        reply = self._request("batch", ("batch", list(calls)), timeout, None, while_waiting)
         outcomes: list[Outcome] = reply[1]
         return outcomes
 
