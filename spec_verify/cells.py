@@ -66,6 +66,7 @@ __all__ = [
     "Leaf",
     "Round",
     "check_dist",
+    "contract_output",
     "enumerate_round",
     "format_fraction",
     "logits_of",
@@ -284,6 +285,36 @@ class Round:
             "history": list(self.history),
             "prompt": list(self.prompt),
         }
+
+
+def contract_output(rnd: Round, uniforms: Sequence[float]) -> Emitted | None:
+    """What the contract's rule emits on these uniforms, in exact arithmetic.
+
+    Per position ``u_accept`` (keep iff ``u < p(x)/q(x)``) then ``u_resample`` (inverse CDF of
+    the residual), the bonus by inverse CDF of the last row. ``None`` when the uniforms run
+    out. Used to pick counterexamples where an implementation departs from the rule.
+    """
+    draws = iter(Fraction(u) for u in uniforms)
+
+    def inverse_cdf(dist: Dist, u: Fraction) -> int:
+        running = Fraction(0)
+        for token, prob in enumerate(dist):
+            running += prob
+            if prob and u < running:
+                return token
+        return max(t for t, v in enumerate(dist) if v)
+
+    kept: list[int] = []
+    try:
+        for i, x in enumerate(rnd.draft_ids):
+            u_accept, u_resample = next(draws), next(draws)
+            if u_accept < rnd.accept_probability(i):
+                kept.append(x)
+                continue
+            return (*kept, inverse_cdf(residual(rnd.p_rows[i], rnd.q(i)), u_resample))
+        return (*kept, inverse_cdf(rnd.p_rows[rnd.m], next(draws)))
+    except StopIteration:
+        return None
 
 
 # ---------------------------------------------------------------------------------------------

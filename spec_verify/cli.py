@@ -20,6 +20,7 @@ _COMMANDS = (
     "spec_verify._cmd_power",
     "spec_verify._cmd_mutants",
     "spec_verify._cmd_grade",
+    "spec_verify._cmd_prove",
 )
 
 

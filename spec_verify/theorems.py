@@ -42,12 +42,14 @@ from .cells import (
     Enumeration,
     Leaf,
     Round,
+    check_dist,
+    contract_output,
     enumerate_round,
     format_fraction,
     logits_of,
     one_hot,
 )
-from .errors import InvalidArgument
+from .errors import InvalidArgument, InvalidDistribution
 from .implementations import Implementation
 from .results import CheckResult, Status
 
@@ -61,6 +63,7 @@ __all__ = [
     "compare",
     "generate_cases",
     "named_case",
+    "one_position_case",
     "prove_case",
     "run_exact_tier",
     "run_theorem",
@@ -367,6 +370,24 @@ def _generated_case(theorem: str, index: int, seed: int) -> Case:
     raise InvalidArgument("theorem", theorem, f"is not one of {sorted(THEOREMS)}")
 
 
+def one_position_case(p: Dist, q: Dist, bonus: Dist | None = None) -> Case:
+    """The ``one_position`` theorem for given rows (the bonus row defaults to ``p``).
+
+    Raises:
+        InvalidDistribution: a row is not a distribution, or the lengths differ.
+    """
+    p, q = check_dist(p, "p"), check_dist(q, "q")
+    bonus = p if bonus is None else check_dist(bonus, "p_next")
+    for name, row in (("q", q), ("p_next", bonus)):
+        if len(row) != len(p):
+            raise InvalidDistribution(
+                name, [str(v) for v in row], f"has {len(row)} entries and p has {len(p)}",
+                "every row has one entry per token of the vocabulary",
+            )
+    models = Models(len(p), (), _first_then(p, bonus, 0), _constant(q))
+    return Case("one_position", "p/q", f"p = [{_fmt(p)}], q = [{_fmt(q)}]", models, 1)
+
+
 def generate_cases(theorem: str, n: int, seed: int = 0) -> list[Case]:
     """``n`` cases of ``theorem`` (a hand-written case first where the seed has one)."""
     if theorem not in THEOREMS:
@@ -437,7 +458,7 @@ class CaseResult:
     expected: dict[Key, Fraction]
     tolerance: Fraction
     calls: int
-    enumerations: int
+    enumerations: tuple[Enumeration, ...]
     outcome: Key | None = None
     witnesses: tuple[Witness, ...] = ()
     notes: tuple[str, ...] = ()
@@ -461,7 +482,7 @@ class CaseResult:
             "status": self.status.value,
             "message": self.message,
             "calls": self.calls,
-            "enumerations": self.enumerations,
+            "enumerations": len(self.enumerations),
             "tolerance": float(self.tolerance),
             "rows": [
                 {"outcome": list(key), "obtained": format_fraction(o),
@@ -473,6 +494,15 @@ class CaseResult:
             "notes": list(self.notes),
             "seconds": self.seconds,
         }
+
+
+def _departs(chain: tuple[Witness, ...]) -> bool:
+    return any(contract_output(w.round, w.leaf.uniforms) != w.leaf.emitted for w in chain)
+
+
+def _better(old: tuple[Witness, ...], new: tuple[Witness, ...]) -> tuple[Witness, ...]:
+    """The witness chain to keep: one where a call departs from the contract's rule."""
+    return new if _departs(new) and not _departs(old) else old
 
 
 class _Stop(Exception):
@@ -506,14 +536,17 @@ class _Prover:
         if key in self.rounds:
             return self.rounds[key]
         out: dict[Key, Fraction] = defaultdict(Fraction)
-        witness: dict[Key, tuple[Witness, ...]] = {}
+        witness: dict[Key, tuple[Witness, bool]] = {}
         for draft_ids, weight in self.models.drafts(prefix, k):
             rnd = self.models.round(prefix, draft_ids)
             enumeration = self.enumerate(rnd)
             for leaf in enumeration.leaves:
                 out[leaf.emitted] += weight * leaf.weight
-                witness.setdefault(leaf.emitted, (Witness(rnd, leaf),))
-        mixture = {e: (v, witness[e]) for e, v in out.items() if v}
+                # prefer a call where the implementation departs from the contract's rule
+                departs = contract_output(rnd, leaf.uniforms) != leaf.emitted
+                if leaf.emitted not in witness or (departs and not witness[leaf.emitted][1]):
+                    witness[leaf.emitted] = (Witness(rnd, leaf), departs)
+        mixture: Mixture = {e: (v, (witness[e][0],)) for e, v in out.items() if v}
         self.rounds[key] = mixture
         return mixture
 
@@ -533,7 +566,7 @@ class _Prover:
                 for tail, tail_prob, later in rest(done + emitted):
                     seq = (emitted + tail)[:length]
                     acc[seq] += prob * tail_prob
-                    witness.setdefault(seq, first + later)
+                    witness[seq] = _better(witness.get(seq, first + later), first + later)
             return tuple((seq, v, witness[seq]) for seq, v in acc.items())
 
         return {seq: (v, w) for seq, v, w in rest(())}
@@ -580,15 +613,11 @@ def prove_case(impl: Implementation, case: Case) -> CaseResult:
     expected = case.expected()
     mixture: Mixture = {}
     try:
-        if case.theorem == "one_position":
+        if case.theorem in ("one_position", "expected_length"):
             for emitted, (prob, witness) in prover.round(case.models.context, case.k).items():
-                old = mixture.get(emitted[:1], (Fraction(0), witness))
-                mixture[emitted[:1]] = (old[0] + prob, old[1])
-        elif case.theorem == "expected_length":
-            for emitted, (prob, witness) in prover.round(case.models.context, case.k).items():
-                key = (len(emitted),)
+                key = emitted[:1] if case.theorem == "one_position" else (len(emitted),)
                 old = mixture.get(key, (Fraction(0), witness))
-                mixture[key] = (old[0] + prob, old[1])
+                mixture[key] = (old[0] + prob, _better(old[1], witness))
         else:
             mixture = prover.sequences(case.k, case.length)
     except _Stop as stop:
@@ -599,7 +628,7 @@ def prove_case(impl: Implementation, case: Case) -> CaseResult:
         verb = "errored" if status is Status.ERROR else "is not provable"
         return CaseResult(
             case, status, f"{case.name} {verb}: {e.reason} ({where})", {}, expected,
-            prover.tolerance(), prover.calls(), len(prover.enumerations),
+            prover.tolerance(), prover.calls(), tuple(prover.enumerations),
             notes=prover.notes(), seconds=time.perf_counter() - start,
         )
     obtained = {key: v for key, (v, _) in mixture.items()}
@@ -623,14 +652,19 @@ def prove_case(impl: Implementation, case: Case) -> CaseResult:
             f"(difference {diff})"
         )
         if witnesses:
-            w = witnesses[0]
-            message += (f"; reproduce with drafts {list(w.round.draft_ids)} and uniforms "
+            w = next((w for w in witnesses if _departs((w,))), witnesses[0])
+            after = f" after {list(w.round.history)}" if w.round.history else ""
+            message += (f"; reproduce with drafts {list(w.round.draft_ids)}{after} and uniforms "
                         f"{list(w.leaf.uniforms)} -> {list(w.leaf.emitted)}")
+            rule = contract_output(w.round, w.leaf.uniforms)
+            if rule is not None and rule != w.leaf.emitted:
+                message += f" (the contract's rule emits {list(rule)} there)"
         if status is Status.NOT_PROVABLE:
             message += f"; within the tolerance {float(tolerance):.3g} of rounding"
     return CaseResult(
         case, status, message, obtained, expected, tolerance, prover.calls(),
-        len(prover.enumerations), worst, witnesses, prover.notes(), time.perf_counter() - start,
+        tuple(prover.enumerations), worst, witnesses, prover.notes(),
+        time.perf_counter() - start,
     )
 
 
@@ -659,14 +693,15 @@ def run_theorem(
     status = next((s for s in _SEVERITY if s in statuses), Status.PASSED)
     calls = sum(r.calls for r in results)
     bad = next((r for r in results if r.status is status), None)
+    repro = (f"spec-verify prove --impl {impl.name} --theorem {theorem} --seed {seed} "
+             f"--cases {cases}")
     if status is Status.PASSED:
         message = f"{THEOREMS[theorem]}: proven on {len(results)} cases ({calls} calls)"
-        repro_case = ""
     else:
         assert bad is not None
         others = sum(r.status is status for r in results) - 1
         message = bad.message + (f" (and {others} more cases)" if others else "")
-        repro_case = f" --case {bad.case.name}"
+        repro = f"spec-verify prove --impl {impl.name} --case {bad.case.name} --seed {seed}"
     skipped = cases - len(results)
     if skipped:
         message += f"; {skipped} cases not run after the hang"
@@ -681,8 +716,7 @@ def run_theorem(
             "calls": calls,
             "cases": [r.to_json() for r in results],
         },
-        repro=f"spec-verify prove --impl {impl.name} --theorem {theorem} --seed {seed}"
-        + repro_case,
+        repro=repro,
         seconds=time.perf_counter() - start,
     )
     return check, results
