@@ -81,8 +81,8 @@ def module_attr(impl: Implementation, name: str) -> Any:
     """``impl.module.<name>`` if the implementation's module has it, else the reference's.
 
     Drafts and the n-gram model come from the implementation when it has its own (their bugs
-    are its bugs); models and the tokenizer always come from the reference (``reference_attr``)
-    because they are the instruments that check the cache.
+    are its bugs); the tiers take models and the tokenizer from the reference always, because
+    they are the instruments that check the cache and log every pass.
     """
     module = getattr(impl, "module", None)
     if module is not None and hasattr(module, name):

@@ -1,16 +1,66 @@
-"""The pytest plugin (entry point ``pytest11``): ``--spec-impl=SPEC`` and ready fixtures.
+"""The pytest plugin (entry point ``pytest11``): the implementation under test and ready fixtures.
+
+Options (one ``spec-verify`` group, all prefixed ``--spec-``):
+
+- ``--spec-impl=SPEC``: the implementation (``reference``, ``python:pkg.mod``, ``ffi:lib.so``,
+  ``mutant:s03``);
+- ``--spec-seed=N``: the root seed of every seeded generator the fixtures give (default 0, so a
+  run is reproducible; the report header prints it);
+- ``--spec-hypothesis-profile={dev,ci}``: the Hypothesis profile (``ci`` is derandomized and
+  is chosen when the ``CI`` environment variable is set, ``dev`` otherwise);
+- ``--spec-alpha``, ``--spec-delta``, ``--spec-power``, ``--spec-sequential``: the statistical
+  tier's family-wise false-alarm rate, detectable distance, power and early stopping.
+
+Fixtures: ``spec_impl`` (the loaded implementation), ``spec_seed``, ``spec_rng`` (a numpy
+``Generator`` per test, from the root seed and the test's id; its ``random()`` makes it a
+uniform source), ``spec_params`` (``spec_params(**fields)`` builds the implementation's sampling
+parameters), ``spec_statistics`` (the statistical tier's keyword arguments).
+
+Markers: ``spec_property``, ``spec_statistical``, and ``spec_capability(name, ...)``, which skips
+a test when the implementation lacks a capability. A failing test that uses the plugin prints a
+reproduction line: the pytest command with the implementation and the seed.
 
 The library is imported lazily (inside fixtures and hooks), so registering the plugin costs a
-test session nothing when its options are not used.
+session nothing when its options are not used.
 """
 
 from __future__ import annotations
 
+import os
+import zlib
+from collections.abc import Callable, Generator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-__all__ = ["pytest_addoption", "spec_impl"]
+__all__ = [
+    "PROFILES",
+    "pytest_addoption",
+    "pytest_configure",
+    "pytest_report_header",
+    "pytest_runtest_makereport",
+    "pytest_runtest_setup",
+    "spec_impl",
+    "spec_params",
+    "spec_rng",
+    "spec_seed",
+    "spec_statistics",
+]
+
+PROFILES = ("dev", "ci")
+_FIXTURES = frozenset({"spec_impl", "spec_seed", "spec_rng", "spec_params", "spec_statistics"})
+_MARKERS = (
+    "spec_property: a built-in property of spec-verify (runs against --spec-impl)",
+    "spec_statistical: a statistical check of spec-verify (declared alpha, delta, power)",
+    "spec_capability(*names): skip unless the implementation under test offers every "
+    "capability named (verify_draft, injected_uniforms, sampling_distribution, prompt_lookup, "
+    "pcg32, generation)",
+)
+_IMPL_KEY = pytest.StashKey[Any]()
+_PROFILE_KEY = pytest.StashKey[str]()
+# Options that go into the reproduction line when they differ from their defaults.
+_REPRO_OPTIONS = ("alpha", "delta", "power")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -22,11 +72,228 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="SPEC",
         help="implementation under test: reference, python:pkg.mod, ffi:lib.so, mutant:s03",
     )
+    group.addoption(
+        "--spec-seed",
+        action="store",
+        type=_seed,
+        default=0,
+        metavar="N",
+        help="root seed of the seeded generators and the statistical tier (default: 0)",
+    )
+    group.addoption(
+        "--spec-hypothesis-profile",
+        action="store",
+        choices=PROFILES,
+        default=None,
+        help="Hypothesis profile: dev, or ci (derandomized; the default when CI is set)",
+    )
+    group.addoption(
+        "--spec-alpha",
+        action="store",
+        type=float,
+        default=1e-6,
+        metavar="ALPHA",
+        help="statistical tier: family-wise false-alarm rate (default: 1e-6)",
+    )
+    group.addoption(
+        "--spec-delta",
+        action="store",
+        type=float,
+        default=0.05,
+        metavar="DELTA",
+        help="statistical tier: total-variation distance each check detects (default: 0.05)",
+    )
+    group.addoption(
+        "--spec-power",
+        action="store",
+        type=float,
+        default=0.99,
+        metavar="POWER",
+        help="statistical tier: probability of detecting a sampler DELTA away (default: 0.99)",
+    )
+    group.addoption(
+        "--spec-sequential",
+        action="store_true",
+        default=False,
+        help="statistical tier: stop a check early once its e-process rejects",
+    )
+
+
+def _seed(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise ValueError(f"--spec-seed must be >= 0, not {value}")
+    return value
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for line in _MARKERS:
+        config.addinivalue_line("markers", line)
+    config.stash[_PROFILE_KEY] = _load_profile(config)
+
+
+def _load_profile(config: pytest.Config) -> str:
+    """Register the profiles and load the chosen one; an explicit choice of another profile
+    (``--hypothesis-profile`` or one loaded by a conftest) is left alone."""
+    from hypothesis import HealthCheck, settings
+
+    profiles = {
+        "dev": settings(
+            max_examples=50,
+            deadline=None,
+            print_blob=True,
+            suppress_health_check=[HealthCheck.too_slow],
+        ),
+        "ci": settings(
+            max_examples=100,
+            derandomize=True,
+            database=None,
+            deadline=None,
+            print_blob=True,
+            suppress_health_check=[HealthCheck.too_slow],
+        ),
+    }
+    for name, profile in profiles.items():
+        try:
+            settings.get_profile(name)
+        except Exception:  # not registered yet (Hypothesis raises InvalidArgument)
+            settings.register_profile(name, profile)
+    chosen = config.getoption("--spec-hypothesis-profile")
+    current = settings.get_current_profile_name()
+    if chosen is None:
+        if config.getoption("--hypothesis-profile", None) or current != "default":
+            return current
+        chosen = "ci" if os.environ.get("CI") else "dev"
+    settings.load_profile(chosen)
+    return str(chosen)
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return (
+        f"spec-verify: impl={config.getoption('--spec-impl')}, "
+        f"seed={config.getoption('--spec-seed')}, "
+        f"hypothesis profile={config.stash.get(_PROFILE_KEY, 'default')}"
+    )
+
+
+def _implementation(config: pytest.Config) -> Any:
+    """The implementation under test, loaded once per session."""
+    if _IMPL_KEY not in config.stash:
+        from .implementations import load_implementation
+
+        config.stash[_IMPL_KEY] = load_implementation(config.getoption("--spec-impl"))
+    return config.stash[_IMPL_KEY]
 
 
 @pytest.fixture(scope="session")
 def spec_impl(request: pytest.FixtureRequest) -> Any:
     """The implementation under test, loaded from ``--spec-impl``."""
-    from .implementations import load_implementation
+    return _implementation(request.config)
 
-    return load_implementation(request.config.getoption("--spec-impl"))
+
+@pytest.fixture(scope="session")
+def spec_seed(request: pytest.FixtureRequest) -> int:
+    """The root seed (``--spec-seed``, default 0)."""
+    seed: int = request.config.getoption("--spec-seed")
+    return seed
+
+
+@pytest.fixture
+def spec_rng(request: pytest.FixtureRequest, spec_seed: int) -> Any:
+    """A numpy ``Generator`` for this test: seeded from the root seed and the test's id, so
+    tests do not share streams and each one reproduces alone. ``random()`` makes it a uniform
+    source for ``verify_draft``."""
+    import numpy as np
+
+    key = zlib.crc32(request.node.nodeid.encode())
+    return np.random.Generator(np.random.PCG64(np.random.SeedSequence([spec_seed, key])))
+
+
+@pytest.fixture(scope="session")
+def spec_params(spec_impl: Any) -> Callable[..., Any]:
+    """``spec_params(**fields)``: the implementation's sampling parameters from the contract's
+    field names (``temperature``, ``top_k``, ``top_p``, ...)."""
+    from ._drive import make_params
+
+    def build(**fields: Any) -> Any:
+        return make_params(spec_impl, **fields)
+
+    return build
+
+
+@pytest.fixture(scope="session")
+def spec_statistics(request: pytest.FixtureRequest) -> dict[str, Any]:
+    """Keyword arguments of ``run_statistical_tier`` from the ``--spec-`` options."""
+    option = request.config.getoption
+    return {
+        "family_alpha": option("--spec-alpha"),
+        "delta": option("--spec-delta"),
+        "power": option("--spec-power"),
+        "sequential": option("--spec-sequential"),
+    }
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    names = [name for mark in item.iter_markers("spec_capability") for name in mark.args]
+    if not names:
+        return
+    impl = _implementation(item.config)
+    missing = [name for name in names if name not in impl.capabilities]
+    if missing:
+        pytest.skip(f"{impl.name} does not offer {', '.join(missing)}")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, Any, None]:
+    outcome: Any = yield
+    report: pytest.TestReport = outcome.get_result()
+    if report.failed and _uses_plugin(item):
+        report.sections.append(("spec-verify reproduction", reproduction_line(item)))
+
+
+def _uses_plugin(item: pytest.Item) -> bool:
+    fixtures = set(getattr(item, "fixturenames", ()))
+    marks = ("spec_property", "spec_statistical", "spec_capability")
+    marked = any(item.get_closest_marker(name) is not None for name in marks)
+    return bool(fixtures & _FIXTURES) or marked
+
+
+def reproduction_line(item: pytest.Item) -> str:
+    """The pytest command that runs this test alone with the same implementation and seed."""
+    config = item.config
+    options = [
+        f"--spec-impl={config.getoption('--spec-impl')}",
+        f"--spec-seed={config.getoption('--spec-seed')}",
+    ]
+    for name in _REPRO_OPTIONS:
+        value = config.getoption(f"--spec-{name}")
+        default = {"alpha": 1e-6, "delta": 0.05, "power": 0.99}[name]
+        if value != default:
+            options.append(f"--spec-{name}={value:g}")
+    if config.getoption("--spec-sequential"):
+        options.append("--spec-sequential")
+    profile = config.getoption("--spec-hypothesis-profile")
+    if profile:
+        options.append(f"--spec-hypothesis-profile={profile}")
+    return "pytest " + _target(item) + " " + " ".join(options)
+
+
+def _target(item: pytest.Item) -> str:
+    """How to name the test on a command line: ``--pyargs`` for the built-in modules."""
+    _, _, rest = item.nodeid.partition("::")
+    path = Path(str(item.path))
+    from . import properties
+
+    if path.parent == Path(properties.__file__).parent:
+        return f"--pyargs 'spec_verify.properties.{path.stem}::{rest}'"
+    try:
+        shown = os.path.relpath(path, config_dir(item.config))
+    except ValueError:  # another drive (Windows)
+        shown = str(path)
+    return f"'{shown}::{rest}'" if rest else f"'{shown}'"
+
+
+def config_dir(config: pytest.Config) -> Path:
+    return Path(config.invocation_params.dir)

@@ -197,9 +197,7 @@ class FirstTokenCheck(StatisticalCheck):
             else:
                 xs = [int(x) for x in _choose(harness, q[0], count)]
             calls += count
-            return [
-                impl.verify_draft(rows, [x], q, p, history, rng, prompt)[0][0] for x in xs
-            ]
+            return [impl.verify_draft(rows, [x], q, p, history, rng, prompt)[0][0] for x in xs]
 
         return _Sampler(draw)
 
@@ -218,7 +216,7 @@ class AcceptanceRateCheck(StatisticalCheck):
 
     @cached_property
     def rate(self) -> Fraction:
-        return sum((min(a, b) for a, b in zip(self.target, self.draft)), F(0))
+        return sum((min(a, b) for a, b in zip(self.target, self.draft, strict=True)), F(0))
 
     def probabilities(self) -> dict[Outcome, float]:
         return {0: float(1 - self.rate), 1: float(self.rate)}
@@ -549,9 +547,7 @@ def plan_statistical_tier(
     seed = _check_seed(seed)
     budget = _check_int("budget", budget, 1)
     selected = _select(checks)
-    skip = {
-        index: _skip_reason(impl, check) for index, check in selected if impl is not None
-    }
+    skip = {index: _skip_reason(impl, check) for index, check in selected if impl is not None}
     active = [index for index, _ in selected if not skip.get(index)]
     m = max(1, len(active))
     alpha_i = family_alpha / m
@@ -626,9 +622,7 @@ class _Observation:
     problem: str = ""  # set when the implementation crashed or rejected valid input
 
 
-def _seed_sequences(
-    seed: int, index: int
-) -> tuple[np.random.SeedSequence, np.random.SeedSequence]:
+def _seed_sequences(seed: int, index: int) -> tuple[np.random.SeedSequence, np.random.SeedSequence]:
     harness, impl = np.random.SeedSequence(seed, spawn_key=(index,)).spawn(2)
     return harness, impl
 
@@ -808,8 +802,8 @@ def run_statistical_tier(
         seconds[entry.index] = time.perf_counter() - started
     order = list(observations)
     pvalues = [observations[i].pvalue for i in order]
-    rejected = dict(zip(order, holm(pvalues, plan.family_alpha)))
-    thresholds = dict(zip(order, holm_thresholds(pvalues, plan.family_alpha)))
+    rejected = dict(zip(order, holm(pvalues, plan.family_alpha), strict=True))
+    thresholds = dict(zip(order, holm_thresholds(pvalues, plan.family_alpha), strict=True))
     results = []
     for entry in plan.entries:
         if entry.skip_reason:
@@ -929,4 +923,3 @@ def _result(
         repro="" if status is Status.PASSED else _repro(impl, plan, entry.check.name),
         seconds=seconds,
     )
-
