@@ -24,7 +24,9 @@ run: ``{"token", "kind": "exited" | "signaled" | "timed_out", "code", "seconds"}
 from __future__ import annotations
 
 import contextlib
+import gc
 import importlib.machinery
+import importlib.metadata
 import json
 import os
 import select
@@ -210,6 +212,9 @@ def _fork(job: dict[str, Any], private_fds: Sequence[int]) -> int:
 
 
 def _preload(names: Sequence[str]) -> None:
+    """Import ``names`` (each import that pulls in the reference is undone), then freeze the
+    heap: the collector of every forked run skips the worker's objects (pytest collects
+    several times per session) and copy-on-write pages stay shared."""
     for name in names:
         if name in sys.modules or _is_reference(name):
             continue
@@ -219,6 +224,10 @@ def _preload(names: Sequence[str]) -> None:
         if any(_is_reference(n) for n in sys.modules):  # roll the whole import back
             for added in set(sys.modules) - before:
                 del sys.modules[added]
+    with contextlib.suppress(Exception):  # entry points are scanned by every pytest.main
+        importlib.metadata.entry_points(group="pytest11")
+    gc.collect()
+    gc.freeze()
 
 
 def main() -> int:
