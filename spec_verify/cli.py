@@ -16,6 +16,7 @@ __all__ = ["main"]
 
 # Sub-command modules, in the order ``--help`` lists them.
 _COMMANDS = (
+    "spec_verify._cmd_check",
     "spec_verify._cmd_demo",
     "spec_verify._cmd_power",
     "spec_verify._cmd_mutants",

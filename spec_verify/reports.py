@@ -1,0 +1,213 @@
+"""Reports of a ``spec-verify check`` run: a terminal table, JSON, JUnit XML and plots.
+
+JUnit maps one tier to one ``<testsuite>`` and one check to one ``<testcase>``: FAILED becomes
+``<failure>``, ERROR ``<error>``, SKIPPED and NOT_PROVABLE ``<skipped>`` (they do not fail a
+gate), each with the message and the command that reproduces it, so a CI server shows the
+verdict the way it shows a test run's.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import pathlib
+import xml.etree.ElementTree as ET
+from fractions import Fraction
+from typing import Any
+
+from .results import CheckResult, Status
+from .runner import CheckReport
+
+__all__ = [
+    "format_failures",
+    "format_summary",
+    "junit_xml",
+    "report_json",
+    "write_acceptance_plot",
+    "write_json",
+    "write_junit",
+]
+
+_STATUS_LABEL = {
+    Status.PASSED: "PASS",
+    Status.FAILED: "FAIL",
+    Status.ERROR: "ERROR",
+    Status.SKIPPED: "skip",
+    Status.NOT_PROVABLE: "n/p",
+}
+
+
+def _first_line(text: str, width: int) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line if len(line) <= width else line[: width - 3] + "..."
+
+
+def format_summary(report: CheckReport, width: int = 78) -> str:
+    """The summary table: one row per check, then the totals and the verdict."""
+    rows = [("tier", "check", "status", "n", "time", "what")]
+    for r in report.results:
+        rows.append(
+            (
+                r.tier,
+                r.name,
+                _STATUS_LABEL[r.status],
+                "" if r.n is None else str(r.n),
+                f"{r.seconds:.1f}s",
+                _first_line(r.message, width),
+            )
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(5)]
+    lines = []
+    for i, row in enumerate(rows):
+        cells = [row[j].ljust(widths[j]) if j != 3 else row[j].rjust(widths[j]) for j in range(5)]
+        lines.append("  ".join(cells) + "  " + row[5])
+        if i == 0:
+            lines.append("  ".join("-" * w for w in widths) + "  " + "-" * 4)
+    counts = report.counts()
+    verdict = "PASSED" if report.passed else "FAILED"
+    lines.append("")
+    lines.append(
+        f"spec-verify check {report.impl}: {verdict} ({counts['passed']} passed, "
+        f"{counts['failed']} failed, {counts['error']} errors, {counts['skipped']} skipped, "
+        f"{counts['not_provable']} not provable) in {report.seconds:.1f} s, seed {report.seed}"
+    )
+    return "\n".join(lines)
+
+
+def format_failures(report: CheckReport) -> str:
+    """Each failed or errored check in full, with the command that reproduces it."""
+    blocks = []
+    for r in report.failures():
+        text = f"{_STATUS_LABEL[r.status]} {r.tier}/{r.name}: {r.message.strip()}"
+        if r.repro:
+            text += f"\n  reproduce: {r.repro}"
+        blocks.append(text)
+    return "\n\n".join(blocks)
+
+
+def _plain(value: Any) -> Any:  # noqa: PLR0911 -- one return per kind of value
+    """JSON for what tiers put in details (numpy scalars and arrays, Fractions, infinities)."""
+    if isinstance(value, Fraction):
+        return str(value)
+    if hasattr(value, "tolist"):
+        return _plain(value.tolist())
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [_plain(v) for v in value]
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    return repr(value)
+
+
+def report_json(report: CheckReport) -> dict[str, Any]:
+    """The whole report as plain JSON (``CheckReport.to_json`` with details made plain)."""
+    data: dict[str, Any] = _plain(report.to_json())
+    return data
+
+
+def write_json(report: CheckReport, path: str | pathlib.Path) -> pathlib.Path:
+    out = pathlib.Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report_json(report), indent=2) + "\n", encoding="utf-8")
+    return out
+
+
+def _case(parent: ET.Element, result: CheckResult) -> None:
+    case = ET.SubElement(
+        parent,
+        "testcase",
+        classname=f"spec_verify.{result.tier}",
+        name=result.name,
+        time=f"{result.seconds:.3f}",
+    )
+    body = result.message + (f"\nreproduce: {result.repro}" if result.repro else "")
+    first = _first_line(result.message, 200)
+    if result.status is Status.FAILED:
+        ET.SubElement(case, "failure", message=first, type="FAILED").text = body
+    elif result.status is Status.ERROR:
+        ET.SubElement(case, "error", message=first, type="ERROR").text = body
+    elif result.status in (Status.SKIPPED, Status.NOT_PROVABLE):
+        ET.SubElement(case, "skipped", message=f"{result.status.value}: {first}")
+    if result.status is Status.PASSED and result.message:
+        ET.SubElement(case, "system-out").text = result.message
+
+
+def junit_xml(report: CheckReport) -> str:
+    """The report as JUnit XML (one testsuite per tier)."""
+    root = ET.Element(
+        "testsuites",
+        name=f"spec-verify check {report.impl}",
+        tests=str(len(report.results)),
+        failures=str(report.counts()["failed"]),
+        errors=str(report.counts()["error"]),
+        time=f"{report.seconds:.3f}",
+    )
+    tiers: dict[str, list[CheckResult]] = {}
+    for result in report.results:
+        tiers.setdefault(result.tier, []).append(result)
+    for tier, results in tiers.items():
+        suite = ET.SubElement(
+            root,
+            "testsuite",
+            name=tier,
+            tests=str(len(results)),
+            failures=str(sum(r.status is Status.FAILED for r in results)),
+            errors=str(sum(r.status is Status.ERROR for r in results)),
+            skipped=str(sum(r.status in (Status.SKIPPED, Status.NOT_PROVABLE) for r in results)),
+            time=f"{sum(r.seconds for r in results):.3f}",
+        )
+        properties = ET.SubElement(suite, "properties")
+        ET.SubElement(properties, "property", name="impl", value=report.impl)
+        ET.SubElement(properties, "property", name="seed", value=str(report.seed))
+        for result in results:
+            _case(suite, result)
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode")
+
+
+def write_junit(report: CheckReport, path: str | pathlib.Path) -> pathlib.Path:
+    out = pathlib.Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(junit_xml(report) + "\n", encoding="utf-8")
+    return out
+
+
+def write_acceptance_plot(
+    report: CheckReport, directory: str | pathlib.Path
+) -> pathlib.Path | None:
+    """A PNG of the mean acceptance rate against draft length over the parity tier's sampled
+    cases (None when the report has none). Observed-vs-expected plots of statistical checks
+    are ``spec_verify.plots.write_plots``.
+
+    Raises:
+        ImportError: matplotlib is not installed (``pip install 'spec-verify[plots]'``).
+    """
+    by_m: dict[str, Any] = {}
+    for result in report.results:
+        found = result.details.get("acceptance_by_m")
+        if isinstance(found, dict) and found:
+            by_m = found
+    if not by_m:
+        return None
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    ms = sorted(int(m) for m in by_m)
+    rates = [by_m[str(m)]["mean_accepted"] / m for m in ms]
+    figure = Figure(figsize=(6, 3.5), dpi=100)
+    FigureCanvasAgg(figure)
+    axes = figure.add_subplot()
+    axes.plot(ms, rates, marker="o")
+    axes.set_xlabel("draft length m")
+    axes.set_ylabel("mean accepted / m")
+    axes.set_ylim(0, 1)
+    axes.set_title(f"acceptance against draft length (parity cases, {report.impl})")
+    figure.tight_layout()
+    out = pathlib.Path(directory)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "parity-acceptance.png"
+    figure.savefig(path, format="png")
+    return path
