@@ -385,6 +385,8 @@ def run_mutants(
     The same mechanism as ``grade`` without its verdicts: the kill matrix uses it to show which
     of our tests fail against which mutant.
     """
+    if not plan:
+        raise InvalidArgument("plan", dict(plan), "must name at least one run")
     suite = Path(path)
     if not suite.exists():
         raise SuiteNotFound("path", str(path), "does not exist")
@@ -395,6 +397,10 @@ def run_mutants(
                        timeout, select=tuple(plan[i]) or None) for i in ids]
     out: dict[str | None, RunOutcome] = {}
     with RunPool(suite) as pool:
-        for index, outcome in pool.run_all(jobs or _default_jobs(), runs):
-            out[ids[index]] = outcome
+        # The first run alone, then the worker preloads what it imported (as ``grade`` does).
+        pool.submit(runs[0])
+        _, out[ids[0]] = pool.next_done()
+        pool.preload(out[ids[0]].modules)
+        for index, outcome in pool.run_all(jobs or _default_jobs(), runs[1:]):
+            out[ids[index + 1]] = outcome
     return out

@@ -1,0 +1,3 @@
+"""No tests here: only a helper module."""
+
+ANSWER = 42
