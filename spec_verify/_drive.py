@@ -34,11 +34,16 @@ __all__ = [
 def make_params(impl: Implementation, **fields: Any) -> Any:
     """Sampling parameters for ``impl`` from the contract's field names.
 
+    A Python module without its own ``SamplingParams`` gets the reference's (the contract's
+    field names and ranges).
+
     Raises:
         ValueError: the fields break the contract's ranges (the implementation's own error).
     """
     build = getattr(impl, "params", None)
-    if callable(build):
+    module = getattr(impl, "module", None)
+    own_type = module is None or hasattr(module, "SamplingParams")
+    if callable(build) and own_type:
         return build(**fields)
     from .reference import SamplingParams
 
