@@ -6,7 +6,6 @@ from __future__ import annotations
 import math
 import types
 from collections import defaultdict
-from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -127,7 +126,7 @@ def test_bad_arguments(kwargs: dict[str, Any], argument: str, rule: str) -> None
 
 
 def test_over_budget_names_the_check() -> None:
-    with pytest.raises(InvalidArgument, match="check first_token.sampled_draft: detecting"):
+    with pytest.raises(InvalidArgument, match=r"check first_token\.sampled_draft: detecting"):
         plan_statistical_tier(None, budget=1000)
 
 
@@ -215,7 +214,7 @@ def test_the_default_gate_plans_a_bounded_number_of_draws() -> None:
 
 
 def test_same_seed_same_run_and_another_seed_another(reference: Any) -> None:
-    run = lambda seed: [  # noqa: E731
+    run = lambda seed: [
         (r.name, r.details["observed"])
         for r in run_statistical_tier(
             reference,
