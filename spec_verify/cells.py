@@ -29,13 +29,24 @@ result therefore says: *with breakpoints each within GUARD of the implementation
 output distribution is exactly this* (for an exact implementation: exactly the target, up to
 the rounding of its breakpoints, which no float implementation can avoid).
 
+Leaf audits. A node's probes hold the later draws at one value (``DEFAULT_UNIFORM``), which
+can hide how a draw is used: an implementation that draws ``u_resample`` before ``u_accept``
+(mutant s04) looks, with the later ``u_accept`` kept, as if its first draw did nothing. So at
+every leaf the enumerator moves each draw to both guarded edges of its cell, the others fixed at
+the leaf's values (a star check), and requires the same outcome. While every node followed the
+contract's order and each multi-cell role changed the outcome across each of its boundaries,
+only the draws that showed no effect (unused ones, one-cell acceptances) are audited; after any
+departure, every draw at every leaf is. A failed audit locates the breakpoints along that draw
+with the leaf's values, splits the draw's cell at its node, and explores again (all calls are
+cached, so a restart costs no calls).
+
 What a black box leaves open, stated plainly: the probes test, not exhaust, the assumption that
-each draw is compared against finitely many thresholds fixed by the draws before it (a cell's
-decision, and with it what is drawn next, is one outcome; each outcome of a draw occupies one
-interval of a cell). Threshold tests and inverse-CDF sampling, in any draw order, satisfy it.
-Draws the implementation makes beyond what the contract predicts are followed like any other
-draw: as an unused draw with one cell ``[0, 1)`` when five probes across it agree, else by
-locating their breakpoints.
+each draw is compared against finitely many thresholds that depend on the cells of the other
+draws (each outcome of a draw occupies one interval of its cell, as for threshold tests and
+inverse-CDF sampling, in any draw order). Draws the implementation makes beyond what the
+contract predicts are followed like any other draw: as an unused draw with one cell ``[0, 1)``
+when five probes across it agree (and the leaf audits agree), else by locating their
+breakpoints.
 """
 
 from __future__ import annotations
@@ -43,7 +54,7 @@ from __future__ import annotations
 import bisect
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Literal
@@ -89,6 +100,7 @@ DEFAULT_UNIFORM = 0.6180339887498949
 """What draws past the script return while a draw is probed (no small-denominator neighbour)."""
 
 _MAX_CALLS = 400_000
+_MAX_RESTARTS = 1000
 _DENOMINATOR_STEPS = tuple(10**e for e in range(1, 9))
 
 EnumerationStatus = Literal["complete", "not_provable", "error"]
@@ -357,6 +369,7 @@ class Draw:
     position: int
     cell: Cell
     uniform: float
+    evidenced: bool = False  # the outcome changed across every boundary of this draw's role
 
     @property
     def accepted(self) -> bool | None:
@@ -496,6 +509,10 @@ class _Abort(Exception):
         self.script = script
 
 
+class _Restart(Exception):
+    """A leaf audit split a cell: explore again (every call is cached, so this is cheap)."""
+
+
 class _TooManyDraws(BaseException):
     """Raised from ``random()``; a BaseException so the implementation cannot swallow it."""
 
@@ -576,6 +593,9 @@ class _Explorer:
         self.boundaries = 0
         self.located: list[Breakpoint] = []
         self.notes: dict[str, int] = {}
+        # breakpoints found by leaf audits, by the cells of the draws before them
+        self.forced: dict[tuple[tuple[Fraction, Fraction], ...], list[Breakpoint]] = {}
+        self.full_audit = False  # set once the draws depart from the contract's order
         self.roles: dict[tuple[str, int], Role] = {}
         points: set[Fraction] = set()
         for kind, position in self._catalogue():
@@ -713,19 +733,54 @@ class _Explorer:
                 return False
         return True
 
-    def bisect(self, prefix: tuple[float, ...], lo: float, hi: float) -> tuple[float, float]:
+    def bisect(self, script: Callable[[float], tuple[float, ...]], lo: float,
+               hi: float) -> tuple[float, float]:
         """Shrink ``(lo, hi]`` around a breakpoint to below a quarter of the guard band."""
-        low_outcome = self.outcome((*prefix, lo))
+        low_outcome = self.outcome(script(lo))
         quarter = float(self.guard) / 4
         while hi - lo > quarter:
             mid = (lo + hi) / 2
             if not lo < mid < hi:
                 break
-            if self.outcome((*prefix, mid)) == low_outcome:
+            if self.outcome(script(mid)) == low_outcome:
                 lo = mid
             else:
                 hi = mid
         return lo, hi
+
+    def locate(
+        self, j: int, cells: Sequence[Cell], script: Callable[[float], tuple[float, ...]],
+        kind: str,
+    ) -> tuple[list[Cell], list[Breakpoint]]:
+        """Split ``cells`` of draw ``j`` until the outcome is one per cell along ``script``."""
+        queue = list(cells)
+        done: list[Cell] = []
+        found: list[Breakpoint] = []
+        limit = 4 * self.rnd.V + 64
+        while queue:
+            cell = queue.pop(0)
+            points = self.probes(cell, kind)
+            if points is None:
+                raise _Abort(
+                    "not_provable",
+                    f"draw {j}: the cell {cell} is narrower than 4 x guard ({float(self.guard):g}):"
+                    " the implementation's breakpoint there cannot be told from rounding",
+                    script(float((cell.low + cell.high) / 2)),
+                )
+            outs = [self.outcome(script(u)) for u in points]
+            split = next((k for k in range(len(outs) - 1) if outs[k] != outs[k + 1]), None)
+            if split is None:
+                done.append(cell)
+                continue
+            lo, hi = self.bisect(script, points[split], points[split + 1])
+            value, source, offset = self.snap(lo, hi)
+            found.append(Breakpoint(j, value, (lo, hi), source, offset))
+            if len(found) > limit:
+                raise _Abort("not_provable", f"draw {j}: more than {limit} breakpoints located",
+                             script(lo))
+            queue[:0] = [Cell(cell.low, value, cell.label), Cell(value, cell.high, cell.label)]
+        done.sort(key=lambda c: c.low)
+        return done, found
 
     def snap(self, lo: float, hi: float) -> tuple[Fraction, str, Fraction]:
         """A rational within ``GUARD`` of every point of ``(lo, hi]``, and how it was found."""
@@ -754,36 +809,9 @@ class _Explorer:
         """Locate the implementation's own breakpoints for draw ``len(path)``."""
         prefix = tuple(d.uniform for d in path)
         j = len(path)
-        queue = list(start.cells)
-        done: list[Cell] = []
-        found: list[Breakpoint] = []
-        limit = 4 * self.rnd.V + 64
-        while queue:
-            cell = queue.pop(0)
-            points = self.probes(cell, "unused" if start.kind == "unused" else "")
-            if points is None:
-                raise _Abort(
-                    "not_provable",
-                    f"draw {j}: the cell {cell} is narrower than 4 x guard ({float(self.guard):g}):"
-                    " the implementation's breakpoint there cannot be told from rounding",
-                    prefix,
-                )
-            outs = [self.outcome((*prefix, u)) for u in points]
-            split = next((k for k in range(len(outs) - 1) if outs[k] != outs[k + 1]), None)
-            if split is None:
-                done.append(cell)
-                continue
-            lo, hi = self.bisect(prefix, points[split], points[split + 1])
-            value, source, offset = self.snap(lo, hi)
-            found.append(Breakpoint(j, value, (lo, hi), source, offset))
-            if len(found) > limit:
-                raise _Abort(
-                    "not_provable", f"draw {j}: more than {limit} breakpoints located", prefix
-                )
-            queue[:0] = [
-                Cell(cell.low, value, "located"),
-                Cell(value, cell.high, "located"),
-            ]
+        kind = "unused" if start.kind == "unused" else ""
+        cells = [Cell(c.low, c.high, "located") for c in start.cells]
+        done, found = self.locate(j, cells, lambda u: (*prefix, u), kind)
         self.located.extend(found)
         shown = ", ".join(f"{b.value} ({b.source})" for b in found[:6])
         more = f" and {len(found) - 6} more" if len(found) > 6 else ""
@@ -791,11 +819,14 @@ class _Explorer:
             f"draw {j} after {_describe(path)}: no predicted role fitted; located "
             f"{len(found)} breakpoint(s): {shown}{more}"
         )
-        done.sort(key=lambda c: c.low)
         return Role("located", -1, f"draw {j} (located)", tuple(done))
 
     def note(self, text: str) -> None:
+        """Record a departure from the contract's order; from then on every leaf is audited."""
         self.notes[text] = self.notes.get(text, 0) + 1
+        if not self.full_audit:
+            self.full_audit = True
+            raise _Restart
 
     def partition(self, path: tuple[Draw, ...]) -> Role:
         prefix = tuple(d.uniform for d in path)
@@ -822,13 +853,87 @@ class _Explorer:
                     f"{j - 1}: how many uniforms it draws depends on more than the cells",
                     script,
                 )
+            self.audit(path, (emitted, consumed))
             self.leaves.append(Leaf(path, emitted))
             return
         role = self.partition(path)
-        self.boundaries += len(role.cells) - 1
-        for cell in role.cells:
-            middle = float((cell.low + cell.high) / 2)
-            self.explore((*path, Draw(role.name, role.kind, role.position, cell, middle)))
+        forced = self.forced.get(_key(path), [])
+        cells = list(role.cells)
+        if forced:
+            for point in forced:
+                cells = _split(cells, point.value, self.guard, j, script)
+            self.located.extend(forced)
+        self.boundaries += len(cells) - 1
+        mids = [float((cell.low + cell.high) / 2) for cell in cells]
+        outs = [self.outcome((*script, u)) for u in mids]
+        evidenced = (
+            not forced and role.kind in ("accept", "resample", "sample") and len(cells) > 1
+            and all(outs[i] != outs[i + 1] for i in range(len(outs) - 1))
+        )
+        if len(cells) > 1 and not evidenced:
+            # the contract's multi-cell roles always change the outcome across each boundary;
+            # one that does not hides how the draw is used: audit every draw at every leaf
+            self.note(f"draw {j} ({role.name}): the outcome does not change across every "
+                      "boundary of its cells")
+        for cell, middle in zip(cells, mids, strict=True):
+            draw = Draw(role.name, role.kind, role.position, cell, middle, evidenced)
+            self.explore((*path, draw))
+
+    def audit(self, path: tuple[Draw, ...], outcome: Outcome) -> None:
+        """Star check at a leaf: moving one draw inside its cell, the others fixed, must not
+        change the outcome. Draws whose role showed its effect at its node are skipped while
+        the order is the contract's (an unused draw, or a role whose cells all gave one
+        outcome, is audited at every leaf below it); after any departure, every draw is.
+
+        A failed check locates the breakpoints along that draw, records them for the draw's
+        node, and restarts the exploration.
+        """
+        uniforms = tuple(d.uniform for d in path)
+        for j, draw in enumerate(path):
+            if draw.evidenced and not self.full_audit:
+                continue
+            kind = "unused" if draw.kind == "unused" else ""
+            points = self.probes(draw.cell, "")
+            if points is None:  # pragma: no cover - cells this narrow never reach a leaf
+                continue
+            points = [points[0], points[-1]]  # both edges; the leaf itself is the midpoint
+
+            def script(u: float, j: int = j) -> tuple[float, ...]:
+                return (*uniforms[:j], u, *uniforms[j + 1 :])
+
+            if all(self.outcome(script(u)) == outcome for u in points):
+                continue
+            _, found = self.locate(j, [draw.cell], script, kind)
+            key = _key(path[:j])
+            known = {b.value for b in self.forced.get(key, [])}
+            self.forced.setdefault(key, []).extend(b for b in found if b.value not in known)
+            self.note(
+                f"draw {j} ({draw.role}) in {draw.cell} changes the outcome when a later draw "
+                f"differs: located {', '.join(str(b.value) for b in found)}"
+            )
+            raise _Restart
+
+
+def _key(path: tuple[Draw, ...]) -> tuple[tuple[Fraction, Fraction], ...]:
+    return tuple((d.cell.low, d.cell.high) for d in path)
+
+
+def _split(cells: list[Cell], value: Fraction, guard: Fraction, j: int,
+           script: tuple[float, ...]) -> list[Cell]:
+    out: list[Cell] = []
+    for cell in cells:
+        if cell.low < value < cell.high:
+            if min(value - cell.low, cell.high - value) < 4 * guard:
+                raise _Abort(
+                    "not_provable",
+                    f"draw {j}: a breakpoint at {value} lies within 4 x guard of {cell}: it "
+                    "cannot be told from rounding",
+                    script,
+                )
+            out += [Cell(cell.low, value, cell.label), Cell(value, cell.high, cell.label)]
+        else:
+            out.append(cell)
+    return out
 
 
 def _describe(path: tuple[Draw, ...]) -> str:
@@ -875,10 +980,18 @@ def enumerate_round(
     status: EnumerationStatus = "complete"
     reason = ""
     script: tuple[float, ...] = ()
-    try:
-        explorer.explore(())
-    except _Abort as stop:
-        status, reason, script = stop.status, stop.reason, stop.script
+    for _ in range(_MAX_RESTARTS):
+        explorer.leaves, explorer.located, explorer.boundaries = [], [], 0
+        explorer.notes = {}
+        try:
+            explorer.explore(())
+        except _Restart:
+            continue
+        except _Abort as stop:
+            status, reason, script = stop.status, stop.reason, stop.script
+        break
+    else:
+        status, reason = "not_provable", f"more than {_MAX_RESTARTS} restarts"
     distribution: dict[Emitted, Fraction] = defaultdict(Fraction)
     for leaf in explorer.leaves:
         distribution[leaf.emitted] += leaf.weight
