@@ -42,7 +42,6 @@ from numpy.typing import NDArray
 
 from ._ffi import PARAM_FIELDS, params_struct
 from .errors import ImplementationError, UnknownImplementation
-from .reference.errors import InvalidParams
 from .reference.pcg32 import Pcg32
 from .reference.sampling import SamplingParams
 
@@ -345,8 +344,6 @@ class FfiImplementation:
         params = self.params_tuple(p)
         greedy = params[0] == 0.0
         has_source = rng is not None and callable(getattr(rng, "random", None))
-        if not greedy and not has_source:
-            raise InvalidParams("rng", rng, "sampled verification needs a uniform source")
         kwargs = {
             "target_logits": target_logits,
             "draft_ids": list(draft_ids) if not isinstance(draft_ids, np.ndarray) else draft_ids,
@@ -355,8 +352,9 @@ class FfiImplementation:
             "history": list(history),
             "prompt": list(prompt),
         }
-        if not has_source:
-            result: tuple[list[int], int] = self._call("verify_draft", kwargs, ("forbid",))
+        if not has_source:  # the library validates first; its first draw is then the error
+            source = ("forbid",) if greedy else ("missing",)
+            result: tuple[list[int], int] = self._call("verify_draft", kwargs, source)
             return result
         if type(rng) in _COPYABLE_SOURCES:
             twin = copy.deepcopy(rng)

@@ -272,12 +272,11 @@ class Library:
         """Turn a status into the reference's exception (or an ImplementationError)."""
         message = self.last_error() or f"(the library gave no message for {status})"
         name = STATUS_NAMES.get(status, f"status {status}")
-        match = re.match(r"\s*([A-Za-z_][A-Za-z0-9_]*)", message)
-        argument = match.group(1) if match else ""
-        rule = message
-        prefix = re.match(r"\s*[A-Za-z_][A-Za-z0-9_]*(=[^:]*)?:\s*", message)
-        if prefix and argument in values:
-            rule = message[prefix.end() :] or message
+        # "argument: rule", "argument=value: rule" or "params.field=value: rule"
+        match = re.match(r"\s*([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)(?:=([^:]*))?:\s*", message)
+        argument = match.group(1).rsplit(".", 1)[-1] if match else ""
+        shown_value = match.group(2) if match and match.group(2) is not None else None
+        rule = message[match.end() :] if match and message[match.end() :] else message
         error: type[ContractError]
         if status in (SV_E_NULL, SV_E_BUFFER, SV_E_INTERNAL) or status not in STATUS_NAMES:
             raise self._implementation_error(
@@ -314,7 +313,7 @@ class Library:
             error = InvalidDraft
         else:
             error = InvalidParams
-        value = values.get(argument, message)
+        value = values.get(argument, shown_value if shown_value is not None else message)
         raise error(argument, value, rule, f"[{name} from the library]")
 
     def _check_canary(self, call: str, argument: str, buffer: NDArray[Any], n: int) -> None:

@@ -10,7 +10,9 @@ source), ...])``, ``("quit",)``. A ``source`` says where ``verify_draft``'s unif
 ``("remote",)`` asks the parent for each one (``("uniform",)`` → ``("u", value)`` or
 ``("u_fail",)``), so any uniform source works across the boundary in the contract's draw
 order; ``("list", uniforms)`` reads a scripted list (drawing past it is reported);
-``("seed", s)`` is the library's own ``request_rng(s)``; ``("forbid",)`` fails any draw.
+``("seed", s)`` is the library's own ``request_rng(s)``; ``("forbid",)`` fails any draw (a
+draw at temperature 0), and ``("missing",)`` reports the missing uniform source at the first
+draw (so the library's own validation comes first, in the reference's order).
 Each answer is ``(outcome, value, n_drawn)`` with outcome ``"ok"`` or ``"err"`` (value is then
 the exception).
 """
@@ -31,6 +33,7 @@ import numpy as np
 
 from ._ffi import PARAM_FIELDS, CallbackFailed, Library, SvSamplingParams
 from .errors import ImplementationError, UnknownImplementation
+from .reference.errors import InvalidParams
 
 __all__ = ["main", "run_call"]
 
@@ -51,6 +54,10 @@ class DrewPastScript(Exception):
 
 class DrewWhenForbidden(Exception):
     """The library drew a uniform where none may be drawn (greedy, no source)."""
+
+
+class DrewWithoutSource(Exception):
+    """Sampled verification without a uniform source reached its first draw."""
 
 
 def _params(values: Any) -> SvSamplingParams:
@@ -88,7 +95,7 @@ def _uniform_source(
 
     def forbidden() -> float:
         counter[0] += 1
-        raise DrewWhenForbidden
+        raise DrewWithoutSource if kind == "missing" else DrewWhenForbidden
 
     return forbidden, 0
 
@@ -144,6 +151,9 @@ def run_call(
                 f"drew uniform #{counter[0]} but only {cause.scripted} were scripted: the "
                 "contract's draw order allows 2 per verified position and 1 for the bonus"
             )
+        elif isinstance(cause, DrewWithoutSource):  # the caller's error, as in the reference
+            missing = InvalidParams("rng", None, "sampled verification needs a uniform source")
+            return ("err", missing, 0)
         elif isinstance(cause, DrewWhenForbidden):
             reason = "drew a uniform at temperature 0; greedy verification draws none"
         else:

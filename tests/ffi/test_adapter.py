@@ -1,0 +1,188 @@
+"""The ``ffi:`` adapter: calls in a worker process, crashes and hangs as ImplementationError,
+uniform sources across the process boundary, batches."""
+
+from __future__ import annotations
+
+import random
+import time
+
+import numpy as np
+import pytest
+
+from spec_verify._adapter_ffi import FfiImplementation
+from spec_verify.errors import ImplementationError, UnknownImplementation
+from spec_verify.implementations import Implementation, load_implementation
+from spec_verify.reference import InvalidLogits, SamplingParams, request_rng, verify_draft
+
+ROWS = np.log([[0.5, 0.25, 0.25], [0.2, 0.3, 0.5]])
+Q = np.array([[0.25, 0.5, 0.25]])
+GREEDY = SamplingParams(temperature=0)
+
+
+def _greedy_call(impl):
+    return impl.verify_draft(ROWS, [1], None, GREEDY, [], None)
+
+
+@pytest.mark.parametrize(
+    ("name", "words"),
+    [
+        ("not_a_library", "not a loadable shared library"),
+        ("abi_v2", "reports ABI version 2; this harness speaks version 1"),
+        ("missing_symbols", "does not export sv_verify_draft, sv_prompt_lookup"),
+    ],
+)
+def test_loader_refuses_with_a_clear_message(c_libs, name, words):
+    with pytest.raises(UnknownImplementation, match=words):
+        load_implementation(f"ffi:{c_libs[name]}")
+
+
+def test_loader_without_a_path_or_file(tmp_path):
+    with pytest.raises(UnknownImplementation, match="needs a path"):
+        load_implementation("ffi:")
+    with pytest.raises(UnknownImplementation, match="no such file"):
+        load_implementation(f"ffi:{tmp_path / 'missing.so'}")
+
+
+@pytest.mark.parametrize(
+    ("name", "words"),
+    [
+        ("segfault", "crashed with SIGSEGV"),
+        ("abort", "crashed with SIGABRT.*planted: assertion failed in verify_draft"),
+    ],
+)
+def test_a_crash_is_an_implementation_error_and_the_worker_restarts(c_libs, name, words):
+    impl = load_implementation(f"ffi:{c_libs[name]}")
+    try:
+        with pytest.raises(ImplementationError, match=words) as info:
+            _greedy_call(impl)
+        assert info.value.call == "verify_draft"
+        # A fresh worker serves the next call: the stub's prompt lookup works.
+        assert impl.prompt_lookup([1, 2, 1], 2) == []
+        with pytest.raises(ImplementationError, match=words):
+            _greedy_call(impl)
+    finally:
+        impl.close()
+
+
+def test_a_hang_is_killed_after_the_time_limit_and_not_called_again(c_libs):
+    impl = load_implementation(f"ffi:{c_libs['hang']}")
+    assert isinstance(impl, FfiImplementation)
+    impl.timeout = 0.5
+    try:
+        start = time.monotonic()
+        with pytest.raises(ImplementationError, match=r"did not return within 0.5 s"):
+            _greedy_call(impl)
+        assert time.monotonic() - start < 5
+        start = time.monotonic()
+        with pytest.raises(ImplementationError, match="not called again: it hung"):
+            _greedy_call(impl)
+        assert time.monotonic() - start < 0.5
+        assert impl.pcg32_uniforms(42, 1) == [request_rng(42).random()]
+    finally:
+        impl.close()
+
+
+@pytest.mark.parametrize(
+    ("name", "words"),
+    [("overflow", "wrote past the end of out_ids"), ("bad_ids", r"returned ids out of \[0, 3\)")],
+)
+def test_garbage_is_an_implementation_error(c_libs, name, words):
+    impl = load_implementation(f"ffi:{c_libs[name]}")
+    try:
+        with pytest.raises(ImplementationError, match=words):
+            _greedy_call(impl)
+    finally:
+        impl.close()
+
+
+@pytest.fixture(scope="module")
+def impl(rust_port):
+    impl = load_implementation(f"ffi:{rust_port}")
+    yield impl
+    impl.close()
+
+
+@pytest.mark.rust
+class TestPort:
+    def test_protocol_and_capabilities(self, impl):
+        assert isinstance(impl, Implementation)
+        assert impl.capabilities >= {"verify_draft", "injected_uniforms", "pcg32"}
+        assert "generation" not in impl.capabilities
+        assert impl.params(top_k=2) == SamplingParams(top_k=2)
+
+    def test_any_uniform_source_in_the_contracts_order(self, impl):
+        class Recording:
+            def __init__(self):
+                self.stream = request_rng(11)
+                self.values = []
+
+            def random(self):
+                self.values.append(self.stream.random())
+                return self.values[-1]
+
+        for m in range(4):
+            rows = np.random.default_rng(m).normal(size=(m + 1, 5))
+            ids = list(range(m))
+            source, twin = Recording(), Recording()
+            got = impl.verify_draft(rows, ids, None, SamplingParams(), [], source)
+            want = verify_draft(rows, ids, None, SamplingParams(), [], twin)
+            assert got == want
+            assert source.values == twin.values
+            assert impl.last_uniforms_drawn == len(twin.values)
+
+    @pytest.mark.parametrize("make", [lambda: np.random.default_rng(5), lambda: random.Random(5),
+                                      lambda: request_rng(5)])  # fmt: skip
+    def test_copyable_sources_end_in_the_same_state(self, impl, make):
+        source, twin = make(), make()
+        for _ in range(20):
+            got = impl.verify_draft(ROWS, [1], Q, SamplingParams(), [], source)
+            assert got == verify_draft(ROWS, [1], Q, SamplingParams(), [], twin)
+        assert source.random() == twin.random()
+
+    def test_a_raising_source_is_reported_as_a_python_impl_would(self, impl):
+        class Exhausted:
+            def random(self):
+                raise AssertionError("no more uniforms")
+
+        class Invalid:
+            def random(self):
+                raise ValueError("bad source")
+
+        with pytest.raises(ImplementationError, match="raised AssertionError: no more") as info:
+            impl.verify_draft(ROWS, [1], Q, SamplingParams(), [], Exhausted())
+        assert isinstance(info.value.__cause__, AssertionError)
+        with pytest.raises(ValueError, match="bad source"):
+            impl.verify_draft(ROWS, [1], Q, SamplingParams(), [], Invalid())
+
+    def test_contract_errors_cross_the_boundary(self, impl):
+        with pytest.raises(InvalidLogits) as info:
+            impl.verify_draft(np.full((2, 3), np.nan), [1], Q, SamplingParams(), [], None)
+        assert info.value.argument == "target_logits"
+        with pytest.raises(ValueError, match="rng"):
+            impl.verify_draft(ROWS, [1], Q, SamplingParams(), [], None)
+
+    def test_batch(self, impl):
+        calls = [
+            ("verify_draft", {"target_logits": ROWS, "draft_ids": [1], "draft_probs": Q,
+                              "params": impl.params_tuple(SamplingParams())},
+             ("list", [0.9, 0.1, 0.5])),
+            ("verify_draft", {"target_logits": ROWS, "draft_ids": [1], "draft_probs": Q,
+                              "params": impl.params_tuple(SamplingParams())}, ("list", [0.9])),
+            ("prompt_lookup", {"ctx": [1, 2, 1], "k": 2, "max_ngram": 3, "min_ngram": 1}, None),
+        ]  # fmt: skip
+        first, second, third = impl.batch(calls)
+        assert first == ("ok", tuple(verify_draft(ROWS, [1], Q, SamplingParams(), [],
+                                                  iter_uniforms([0.9, 0.1, 0.5]))), 2)  # fmt: skip
+        assert second[0] == "err" and "only 1 were scripted" in str(second[1])
+        assert third == ("ok", [2, 1], 0)
+
+
+def iter_uniforms(values):
+    class Source:
+        def __init__(self):
+            self.values = list(values)
+
+        def random(self):
+            return self.values.pop(0)
+
+    return Source()
