@@ -2,7 +2,8 @@
 
 It fails (so it would "kill" the mutant) whenever it finds one: a mutant id or the word
 "mutant" in the environment, the command line, sys.path, the working directory, the module
-names, the reference's file names, attributes and loader. It also writes a fingerprint of all
+names (the grader's own package, spec_verify.mutants, is loaded in every run alike), the
+reference's file names, attributes and loader. It also writes a fingerprint of all
 of that to the folder named by SPEC_VERIFY_SIDE_CHANNEL (set by the test that grades it), so
 the test can compare every run's view. It calls the reference once so the canary catches it.
 """
@@ -59,7 +60,7 @@ def _fingerprint():
 
 def _signs(fingerprint):
     text = json.dumps({k: v for k, v in fingerprint.items() if k != "modules"})
-    text += " ".join(sys.modules)
+    text += " ".join(name for name in sys.modules if not name.startswith("spec_verify.mutants"))
     return sorted(set(SIGN.findall(text)))
 
 
@@ -67,7 +68,7 @@ def test_the_reference_runs():
     assert ref.SamplingParams().temperature == 1.0
 
 
-def test_no_sign_of_a_mutant():
+def test_no_sign_of_anything():
     fingerprint = _fingerprint()
     side_channel = os.environ.get("SPEC_VERIFY_SIDE_CHANNEL")
     if side_channel:
