@@ -236,6 +236,13 @@ def test_a_single_test_file_is_a_suite():
     assert [m.state for m in result.mutants] == [MutantState.KILLED, MutantState.SURVIVED]
 
 
+def test_a_suite_using_the_plugin_fixture_is_graded_the_same_way():
+    result = grade(SUITES / "plugin_fixture", mutants=["s05", "s06", "s10"])
+    assert result.graded, result.reason
+    assert {m.mutant_id: m.state for m in result.mutants} == {
+        "s05": MutantState.KILLED, "s06": MutantState.SURVIVED, "s10": MutantState.SURVIVED}
+
+
 def test_mutants_that_hang_the_suite_time_out():
     result = grade(SUITES / "hangs_on_bugs", mutants=["s04", "s05"], min_timeout=2,
                    timeout_factor=1)
