@@ -24,24 +24,16 @@ from fractions import Fraction
 
 from spec_verify.cells import Round, enumerate_round
 from spec_verify.implementations import load_implementation
+from spec_verify.power import required_samples as planned_samples
 from spec_verify.reference.exact import exact_verify
 
 ALPHA, DELTA, POWER = 1e-6, 1e-3, 0.99
 
 
 def required_samples(V: int) -> int:
-    """Samples to detect TV ``DELTA``; the team's ``spec_verify.power`` when it is there."""
-    try:
-        from spec_verify.power import required_samples as planned
-    except ImportError:  # pragma: no cover - fallback with the same formula
-        import math
-
-        from scipy import optimize, stats
-
-        critical = stats.chi2.isf(ALPHA, V - 1)
-        lam = optimize.brentq(lambda nc: stats.ncx2.sf(critical, V - 1, nc) - POWER, 1e-9, 1e7)
-        return math.ceil(lam / (4 * DELTA**2))
-    return planned(V, ALPHA, DELTA, POWER)
+    """Samples a G-test needs to detect TV ``DELTA`` (``spec_verify.power``: noncentral
+    chi-square, ``n = lambda(V - 1, alpha, power) / (4 delta^2)``)."""
+    return planned_samples(V, ALPHA, DELTA, POWER)
 
 
 def random_row(rng: random.Random, V: int) -> tuple[Fraction, ...]:

@@ -101,6 +101,7 @@ DEFAULT_UNIFORM = 0.6180339887498949
 
 _MAX_CALLS = 400_000
 _MAX_RESTARTS = 1000
+_CONTRACT_KINDS = ("accept", "resample", "sample")
 _DENOMINATOR_STEPS = tuple(10**e for e in range(1, 9))
 
 EnumerationStatus = Literal["complete", "not_provable", "error"]
@@ -596,6 +597,7 @@ class _Explorer:
         # breakpoints found by leaf audits, by the cells of the draws before them
         self.forced: dict[tuple[tuple[Fraction, Fraction], ...], list[Breakpoint]] = {}
         self.full_audit = False  # set once the draws depart from the contract's order
+        self.findings: list[str] = []  # what the leaf audits found (kept across restarts)
         self.roles: dict[tuple[str, int], Role] = {}
         points: set[Fraction] = set()
         for kind, position in self._catalogue():
@@ -819,7 +821,7 @@ class _Explorer:
             f"draw {j} after {_describe(path)}: no predicted role fitted; located "
             f"{len(found)} breakpoint(s): {shown}{more}"
         )
-        return Role("located", -1, f"draw {j} (located)", tuple(done))
+        return Role("located", -1, "located", tuple(done))
 
     def note(self, text: str) -> None:
         """Record a departure from the contract's order; from then on every leaf is audited."""
@@ -867,10 +869,10 @@ class _Explorer:
         mids = [float((cell.low + cell.high) / 2) for cell in cells]
         outs = [self.outcome((*script, u)) for u in mids]
         evidenced = (
-            not forced and role.kind in ("accept", "resample", "sample") and len(cells) > 1
+            not forced and role.kind in _CONTRACT_KINDS and len(cells) > 1
             and all(outs[i] != outs[i + 1] for i in range(len(outs) - 1))
         )
-        if len(cells) > 1 and not evidenced:
+        if len(cells) > 1 and not evidenced and not forced and role.kind in _CONTRACT_KINDS:
             # the contract's multi-cell roles always change the outcome across each boundary;
             # one that does not hides how the draw is used: audit every draw at every leaf
             self.note(f"draw {j} ({role.name}): the outcome does not change across every "
@@ -907,10 +909,12 @@ class _Explorer:
             key = _key(path[:j])
             known = {b.value for b in self.forced.get(key, [])}
             self.forced.setdefault(key, []).extend(b for b in found if b.value not in known)
-            self.note(
-                f"draw {j} ({draw.role}) in {draw.cell} changes the outcome when a later draw "
-                f"differs: located {', '.join(str(b.value) for b in found)}"
+            self.findings.append(
+                f"draw {j} ({draw.role}) in {draw.cell} after {_describe(path[:j])} changes "
+                f"the outcome when another draw differs: located "
+                f"{', '.join(str(b.value) for b in found)}"
             )
+            self.full_audit = True
             raise _Restart
 
 
@@ -1006,7 +1010,7 @@ def enumerate_round(
         notes=tuple(
             text if count == 1 else f"{text} ({count} times)"
             for text, count in explorer.notes.items()
-        ),
+        ) + tuple(explorer.findings),
         reason=reason,
         script=script,
     )

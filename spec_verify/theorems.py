@@ -55,6 +55,7 @@ from .results import CheckResult, Status
 
 __all__ = [
     "DEFAULT_CASES",
+    "QUICK_CASES",
     "THEOREMS",
     "Case",
     "CaseResult",
@@ -81,7 +82,10 @@ THEOREMS: dict[str, str] = {
 }
 
 DEFAULT_CASES = 6
-"""Generated cases per theorem in the default gate (a few seconds on the reference)."""
+"""Generated cases per theorem in the default gate (about two seconds on the reference)."""
+
+QUICK_CASES = 2
+"""Cases per theorem with ``quick`` (the hand example and one generated case)."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -726,8 +730,10 @@ def run_exact_tier(
     impl: Implementation,
     *,
     seed: int = 0,
-    cases: int = DEFAULT_CASES,
+    cases: int | None = None,
     theorems: Sequence[str] | None = None,
+    quick: bool = False,
+    progress: Callable[[str], None] | None = None,
 ) -> list[CheckResult]:
     """The exact tier: every theorem on ``cases`` seeded cases, one CheckResult per theorem.
 
@@ -735,8 +741,11 @@ def run_exact_tier(
         impl: the implementation; without the ``injected_uniforms`` capability the tier is one
             skipped result.
         seed: root seed of the generated cases (failures print it in their repro line).
-        cases: cases per theorem (the first is the seed's hand example where there is one).
+        cases: cases per theorem (the first is the seed's hand example where there is one);
+            default ``DEFAULT_CASES``, or ``QUICK_CASES`` with ``quick``.
         theorems: a subset of ``THEOREMS`` (default: all, in order).
+        quick: fewer cases, for a fast signal.
+        progress: called with one line per theorem as it starts.
 
     Raises:
         InvalidArgument: an unknown theorem name or a negative number of cases.
@@ -745,6 +754,8 @@ def run_exact_tier(
     unknown = [t for t in names if t not in THEOREMS]
     if unknown:
         raise InvalidArgument("theorems", unknown, f"unknown; choose from {list(THEOREMS)}")
+    if cases is None:
+        cases = QUICK_CASES if quick else DEFAULT_CASES
     if cases < 0:
         raise InvalidArgument("cases", cases, "must be >= 0")
     if "injected_uniforms" not in impl.capabilities:
@@ -752,6 +763,11 @@ def run_exact_tier(
             "exact", "injected_uniforms", Status.SKIPPED,
             f"{impl.name} does not take an injected uniform source; the statistical tier decides",
         )]
-    return [run_theorem(impl, theorem, seed=seed, cases=cases)[0] for theorem in names]
+    results = []
+    for theorem in names:
+        if progress is not None:
+            progress(f"exact/{theorem}: {THEOREMS[theorem]} ({cases} cases)")
+        results.append(run_theorem(impl, theorem, seed=seed, cases=cases)[0])
+    return results
 
 

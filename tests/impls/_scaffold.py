@@ -32,7 +32,7 @@ def contract_step(p: Row, q: Row, x: int, rng: Any) -> tuple[int, bool]:
 
 
 def contract_bonus(p: Row, rng: Any) -> int:
-    return sample_with(p, rng.random())
+    return int(sample_with(p, rng.random()))
 
 
 def verify(

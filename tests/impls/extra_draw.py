@@ -12,6 +12,7 @@ __all__ = ["SamplingParams", "verify_draft"]
 
 def verify_draft(target_logits: Any, draft_ids: Any, draft_probs: Any, p: Any, history: Any,
                  rng: Any, prompt: Any = ()) -> tuple[list[int], int]:
-    out = _reference(target_logits, draft_ids, draft_probs, p, history, rng, prompt)
+    emitted, n_accepted = _reference(target_logits, draft_ids, draft_probs, p, history, rng,
+                                     prompt)
     rng.random()
-    return out
+    return list(emitted), int(n_accepted)

@@ -1,0 +1,275 @@
+"""The cell enumerator: exact distributions of one round, for the reference and for outside
+implementations with bugs, other draw orders, float32 sums and misbehaviour."""
+
+from __future__ import annotations
+
+import doctest
+import random
+from fractions import Fraction as F
+
+import pytest
+
+from spec_verify import cells
+from spec_verify.cells import (
+    GUARD,
+    Round,
+    check_dist,
+    contract_output,
+    enumerate_round,
+    parse_dist,
+)
+from spec_verify.errors import InvalidArgument, InvalidDistribution
+from spec_verify.implementations import Implementation, load_implementation
+from spec_verify.reference.exact import exact_verify
+from tests.impls import misbehaving
+
+P = (F(1, 2), F(1, 4), F(1, 4))
+Q = (F(1, 4), F(1, 2), F(1, 4))
+SEED_ROUND = Round((P, P), (1,), (Q,))
+
+
+@pytest.fixture(scope="module")
+def reference() -> Implementation:
+    return load_implementation("python:spec_verify.reference")
+
+
+def outside(name: str) -> Implementation:
+    return load_implementation(f"python:tests.impls.{name}")
+
+
+def random_round(rng: random.Random, V: int, m: int, deterministic: bool = False) -> Round:
+    def row(zeros: float) -> tuple[F, ...]:
+        weights = [0 if rng.random() < zeros else rng.randint(1, 20) for _ in range(V)]
+        weights[rng.randrange(V)] += 1
+        return tuple(F(w, sum(weights)) for w in weights)
+
+    p_rows = tuple(row(0.25) for _ in range(m + 1))
+    if deterministic:
+        return Round(p_rows, tuple(rng.randrange(V) for _ in range(m)), None)
+    q_rows = tuple(row(0.25) for _ in range(m))
+    ids = tuple(rng.choice([t for t in range(V) if q[t]]) for q in q_rows)
+    return Round(p_rows, ids, q_rows)
+
+
+def test_doctests() -> None:
+    assert doctest.testmod(cells).failed == 0
+
+
+# -- inputs ------------------------------------------------------------------------------------
+
+BAD_DISTS = [
+    (["1/2", "1/4"], "sums to 3/4, not 1"),
+    (["1/2", "-1/4", "3/4"], r"negative entries at ids \[1\]"),
+    ([0.5, 0.5], "is the float 0.5; exact entries are needed"),
+    ([], "is empty"),
+    (["a", "1"], "is not an exact rational"),
+]
+
+
+@pytest.mark.parametrize(("values", "message"), BAD_DISTS)
+def test_check_dist_rejects(values: list[object], message: str) -> None:
+    with pytest.raises(InvalidDistribution, match=message):
+        check_dist(values, "p")
+
+
+def test_parse_dist() -> None:
+    assert parse_dist("1/2, 1/4,1/4") == P
+    with pytest.raises(InvalidDistribution, match="empty entry"):
+        parse_dist("1/2,,1/2")
+
+
+BAD_ROUNDS = [
+    (lambda: Round((P,), (1,), (Q,)), InvalidArgument, "must have m \\+ 1 = 2"),
+    (lambda: Round((P, P[:2] + (F(1, 4),) * 0 + (F(1, 2),)), (1,), (Q,)), InvalidDistribution,
+     "p_rows\\[1\\]"),
+    (lambda: Round((P, (F(1, 2), F(1, 2))), (1,), (Q,)), InvalidDistribution,
+     "has 2 entries; row 0 has 3"),
+    (lambda: Round((P, P), (3,), (Q,)), InvalidArgument, "ids are in \\[0, 3\\)"),
+    (lambda: Round((P, P), (1,), (Q, Q)), InvalidArgument, "it must have m = 1"),
+    (lambda: Round((P, P), (1,), ((F(1), F(0), F(0)),)), InvalidDistribution,
+     "drafted token 1 probability 0"),
+    (lambda: Round((P, P), (1,), ((F(1, 2), F(1, 2)),)), InvalidDistribution,
+     "p and q must have the same length"),
+    (lambda: Round((P, P), (1,), (Q,), logits=((0.0,) * 3,)), InvalidArgument,
+     "must be \\(m \\+ 1, V\\)"),
+]
+
+
+@pytest.mark.parametrize(("make", "error", "message"), BAD_ROUNDS)
+def test_round_rejects(make: object, error: type[Exception], message: str) -> None:
+    with pytest.raises(error, match=message):
+        make()  # type: ignore[operator]
+
+
+def test_guard_is_checked(reference: Implementation) -> None:
+    with pytest.raises(InvalidArgument, match="guard"):
+        enumerate_round(reference, SEED_ROUND, guard=F(1, 2))
+
+
+# -- the reference -----------------------------------------------------------------------------
+
+
+def test_seed_example_cells_widths_outcomes(reference: Implementation) -> None:
+    e = enumerate_round(reference, SEED_ROUND)
+    assert e.complete and not e.notes and not e.located
+    table = [
+        ([(d.role, d.cell.low, d.cell.high) for d in leaf.draws], leaf.weight, leaf.emitted)
+        for leaf in e.leaves
+    ]
+    assert table == [
+        ([("u_accept[0]", 0, F(1, 2)), ("unused", 0, 1), ("bonus", 0, F(1, 2))], F(1, 4), (1, 0)),
+        ([("u_accept[0]", 0, F(1, 2)), ("unused", 0, 1), ("bonus", F(1, 2), F(3, 4))],
+         F(1, 8), (1, 1)),
+        ([("u_accept[0]", 0, F(1, 2)), ("unused", 0, 1), ("bonus", F(3, 4), 1)], F(1, 8), (1, 2)),
+        ([("u_accept[0]", F(1, 2), 1), ("u_resample[0]", 0, 1)], F(1, 2), (0,)),
+    ]
+    assert e.distribution == exact_verify(SEED_ROUND.p_rows, (1,), SEED_ROUND.q_rows)
+
+
+def test_probes_sit_inside_their_cells(reference: Implementation) -> None:
+    e = enumerate_round(reference, random_round(random.Random(1), 6, 2))
+    for leaf in e.leaves:
+        for draw in leaf.draws:
+            assert draw.cell.low + GUARD <= F(draw.uniform) <= draw.cell.high - GUARD
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_reference_equals_the_exact_rule(reference: Implementation, seed: int) -> None:
+    rng = random.Random(seed)
+    rnd = random_round(rng, rng.randint(2, 6), rng.randint(0, 3), deterministic=seed % 3 == 0)
+    e = enumerate_round(reference, rnd)
+    assert e.complete, e.reason
+    assert e.distribution == exact_verify(rnd.p_rows, rnd.draft_ids, rnd.q_rows)
+    assert not e.notes, "the reference keeps the contract's draw order"
+
+
+def test_deterministic_draft_with_zero_probability(reference: Implementation) -> None:
+    rnd = Round(((F(1, 2), F(1, 2), F(0)), (F(1, 3),) * 3), (2,), None)
+    e = enumerate_round(reference, rnd)
+    assert e.distribution == {(0,): F(1, 2), (1,): F(1, 2)}
+    assert e.leaves[0].draws[0].cell.label == "reject 2"
+
+
+def test_reproducing_uniforms(reference: Implementation) -> None:
+    e = enumerate_round(reference, SEED_ROUND)
+    for leaf in e.leaves:
+        assert contract_output(SEED_ROUND, leaf.uniforms) == leaf.emitted
+    # the seed's hand example: u = 0.7, 0.4 rejects and resamples token 0
+    assert contract_output(SEED_ROUND, [0.7, 0.4]) == (0,)
+    bonus = Round((P, (F(0), F(0), F(1))), (1,), (Q,))
+    assert contract_output(bonus, [0.3, 0.9, 0.1]) == (1, 2)
+    assert contract_output(bonus, [0.3]) is None
+
+
+def test_a_cell_narrower_than_the_guard_band_is_not_provable(
+    reference: Implementation,
+) -> None:
+    tiny = F(1, 10**10)
+    p = (F(1, 2) - tiny, tiny, F(1, 2))
+    e = enumerate_round(reference, Round((p,), (), None))
+    assert e.status == "not_provable"
+    assert "narrower than 4 x guard" in e.reason
+
+
+# -- outside implementations ---------------------------------------------------------------------
+
+
+def test_residual_bug_is_measured_exactly() -> None:
+    e = enumerate_round(outside("residual_bug"), SEED_ROUND)
+    assert e.complete
+    # a rejected x = 1 is resampled from p instead of the residual [1, 0, 0]
+    assert e.distribution == {
+        (0,): F(1, 4), (1,): F(1, 8), (2,): F(1, 8),
+        (1, 0): F(1, 4), (1, 1): F(1, 8), (1, 2): F(1, 8),
+    }
+    assert any("sample p[0]" in note for note in e.notes)
+
+
+@pytest.mark.parametrize("name", ["skip_resample", "resample_first", "one_uniform", "extra_draw"])
+@pytest.mark.parametrize("seed", range(4))
+def test_other_draw_orders_give_the_exact_distribution(name: str, seed: int) -> None:
+    rng = random.Random(100 + seed)
+    rnd = random_round(rng, rng.randint(2, 5), rng.randint(1, 2), deterministic=seed == 3)
+    e = enumerate_round(outside(name), rnd)
+    assert e.complete, e.reason
+    assert e.distribution == exact_verify(rnd.p_rows, rnd.draft_ids, rnd.q_rows)
+
+
+@pytest.mark.parametrize("p", [(F(3, 8), F(3, 8), F(1, 4)), (F(1, 8), F(1, 8), F(3, 4))])
+def test_resample_first_is_not_taken_for_the_contract(p: tuple[F, ...]) -> None:
+    # p(1)/q(1) = 3/4 > DEFAULT_UNIFORM: with the later u_accept at its default the first draw
+    # looks as if it did nothing; 1/4 < DEFAULT_UNIFORM: it looks like a resample draw
+    rnd = Round((p, p), (1,), (Q,))
+    e = enumerate_round(outside("resample_first"), rnd)
+    assert e.complete
+    assert e.distribution == exact_verify(rnd.p_rows, (1,), rnd.q_rows)
+    assert e.notes  # the departure from the contract's order is reported
+
+
+class _Masked:
+    """Draws u_0 and u_1; when u_1 < 1/2 emits 0 iff u_0 > 3/4, else 0 iff 2 u_1 - 1 < 1/4.
+    Exact for p = (1/4, 3/4), but at the root, with u_1 held at its default, u_0 seems to do
+    nothing, and its breakpoint 3/4 is none of the bonus cells' boundaries."""
+
+    name = "masked"
+    capabilities = frozenset({"verify_draft", "injected_uniforms"})
+
+    def verify_draft(self, target_logits: object, draft_ids: object, draft_probs: object,
+                     p: object, history: object, rng: cells._ScriptedUniforms,
+                     prompt: object = ()) -> tuple[list[int], int]:
+        u0, u1 = rng.random(), rng.random()
+        if u1 < 0.5:
+            return [0 if u0 > 0.75 else 1], 0
+        return [0 if 2 * u1 - 1 < 0.25 else 1], 0
+
+
+def test_leaf_audits_find_a_draw_whose_use_a_later_draw_hides() -> None:
+    rnd = Round(((F(1, 4), F(3, 4)),), (), None)
+    e = enumerate_round(_Masked(), rnd)  # type: ignore[arg-type]
+    assert e.complete
+    assert e.distribution == {(0,): F(1, 4), (1,): F(3, 4)}
+    assert F(3, 4) in {b.value for b in e.located}
+    assert any("changes the outcome when another draw differs" in n for n in e.notes)
+
+
+def test_float32_breakpoints_are_rounding_not_exact() -> None:
+    p = (F(1, 3), F(1, 7), F(11, 21))
+    e = enumerate_round(outside("float32_cumsum"), Round((p, p), (2,), (P,)))
+    expected = exact_verify((p, p), (2,), (P,))
+    if e.complete:
+        assert e.distribution != expected
+        worst = max(abs(e.distribution.get(k, 0) - v) for k, v in expected.items())
+        assert worst <= e.tolerance()
+        assert all(b.source != "known" for b in e.located)
+    else:
+        assert "narrower" in e.reason or "within 4 x guard" in e.reason
+
+
+def test_threshold_bug_breakpoints_are_located() -> None:
+    e = enumerate_round(outside("threshold_bug"), SEED_ROUND)
+    assert e.complete
+    assert F(9, 20) in {b.value for b in e.located}  # 0.9 * 1/2
+    assert e.distribution[(0,)] == F(11, 20)
+
+
+@pytest.mark.parametrize(
+    ("mode", "status", "reason"),
+    [
+        ("raises", "error", "raised RuntimeError: boom"),
+        ("hangs", "error", "did not return within"),
+        ("out_of_range", "error", "ids out of"),
+        ("wrong_count", "error", "returned 2 ids with n_accepted=0"),
+        ("value_error", "error", "rejected valid input"),
+        ("draws_forever", "not_provable", "drew more than"),
+    ],
+)
+def test_misbehaving_implementations(mode: str, status: str, reason: str) -> None:
+    e = enumerate_round(misbehaving.load(mode, timeout=0.3), SEED_ROUND)
+    assert e.status == status
+    assert reason in e.reason
+
+
+def test_call_budget_is_not_provable(reference: Implementation) -> None:
+    e = enumerate_round(reference, SEED_ROUND, max_calls=3)
+    assert e.status == "not_provable"
+    assert "more than 3 calls" in e.reason
