@@ -361,7 +361,16 @@ def _impl_verify_one(impl: Any, case: VerifyCase) -> Outcome:
         )
     except (ValueError, ImplementationError) as exc:
         return ("err", exc, script.drawn)
-    return ("ok", (list(result[0]), int(result[1])), script.drawn)
+    except Exception as exc:  # an implementation object that does not guard its calls
+        error = ImplementationError(
+            impl.name, "verify_draft", f"raised {type(exc).__name__}: {exc}"
+        )
+        return ("err", error, script.drawn)
+    try:
+        return ("ok", (list(result[0]), int(result[1])), script.drawn)
+    except (TypeError, ValueError, IndexError) as exc:
+        error = ImplementationError(impl.name, "verify_draft", f"returned {result!r} ({exc})")
+        return ("err", error, script.drawn)
 
 
 def _ffi_verify_call(impl: Any, case: VerifyCase) -> tuple[str, dict[str, Any], Any]:
@@ -612,9 +621,13 @@ def _check_verify(
             "parity",
             "verify_draft",
             Status.PASSED,
-            f"{done} cases (greedy and sampled, deterministic and sampled drafts, filters and "
-            "penalties, V from 2 to over 8192): the same ids, accepted counts and draw counts "
-            "as the reference",
+            (
+                f"case {seeds[0]}: the same ids, accepted count and draw count as the reference"
+                if len(seeds) == 1
+                else f"{done} cases (greedy and sampled, deterministic and sampled drafts, "
+                "filters and penalties, V from 2 to over 8192): the same ids, accepted counts "
+                "and draw counts as the reference"
+            ),
             n=done,
             details=details,
             seconds=seconds,
@@ -955,7 +968,7 @@ def run_parity_tier(
     results: list[CheckResult] = []
     if "verify_draft" in capabilities and "injected_uniforms" in capabilities:
         results.append(_check_verify(impl, seeds, seed, progress))
-    else:
+    elif "verify_draft" in capabilities:
         results.append(
             CheckResult("parity", "verify_draft", Status.SKIPPED, "needs injected uniforms")
         )

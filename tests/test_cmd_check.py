@@ -1,0 +1,55 @@
+"""``spec-verify check`` on the bundled reference: the README's main command."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from spec_verify.cli import main
+
+
+def test_fast_tiers_with_reports(tmp_path, capsys):
+    code = main(
+        ["check", "--tier", "contract", "--tier", "greedy", "--quick",
+         "--json", str(tmp_path / "r.json"), "--junit", str(tmp_path / "r.xml")]
+    )  # fmt: skip
+    captured = capsys.readouterr()
+    assert code == 0, captured.out
+    assert "spec-verify check reference: PASSED" in captured.out
+    assert "contract: " in captured.err  # progress goes to stderr
+    data = json.loads((tmp_path / "r.json").read_text())
+    assert data["passed"] and data["impl"] == "reference"
+    assert ET.parse(tmp_path / "r.xml").getroot().get("failures") == "0"
+
+
+def test_a_replayed_parity_case(capsys):
+    assert main(["check", "--case-seed", "17", "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "\nparity " in out and "\ngreedy " not in out
+    assert "case 17:" in out
+
+
+def test_usage_errors(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["check", "--tier", "vibes"])
+    assert info.value.code == 2
+    assert main(["check", "--timeout", "0"]) == 2
+
+
+def test_a_planted_bug_in_a_mutant_fails_with_a_reproduction_line(capsys):
+    code = main(["check", "--impl", "mutant:s04", "--tier", "parity", "--quick", "--no-progress"])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "FAIL parity/verify_draft" in out
+    assert "reproduce: spec-verify check --impl mutant:s04 --tier parity --case-seed" in out
+
+
+@pytest.mark.slow
+def test_the_reference_passes_every_tier(capsys, tmp_path):
+    code = main(["check", "--json", str(tmp_path / "r.json"), "--no-progress"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    tiers = {r["tier"] for r in json.loads((tmp_path / "r.json").read_text())["results"]}
+    assert {"contract", "greedy", "exact", "parity", "statistical", "generation"} <= tiers

@@ -1,0 +1,68 @@
+"""Check reports: the table, JSON and JUnit XML."""
+
+from __future__ import annotations
+
+import json
+import math
+import xml.etree.ElementTree as ET
+from fractions import Fraction
+
+import numpy as np
+
+from spec_verify.reports import format_failures, format_summary, junit_xml, write_json
+from spec_verify.results import CheckResult, Status
+from spec_verify.runner import CheckReport
+
+REPORT = CheckReport(
+    "ffi:/tmp/lib.so",
+    3,
+    ("contract", "parity"),
+    (
+        CheckResult("contract", "calls", Status.PASSED, "5 minimal calls", n=5, seconds=0.1),
+        CheckResult(
+            "parity",
+            "verify_draft",
+            Status.FAILED,
+            "2 of 10 cases differ\nshrunk: V=2",
+            n=10,
+            details={"x": np.float64(0.5), "f": Fraction(1, 3), "inf": math.inf, "a": np.arange(2)},
+            repro="spec-verify check --impl ffi:/tmp/lib.so --tier parity --case-seed 4",
+        ),
+        CheckResult("parity", "pcg32", Status.ERROR, "crashed with SIGSEGV", repro="r"),
+        CheckResult("exact", "all", Status.SKIPPED, "not installed"),
+    ),
+    1.5,
+)
+
+
+def test_summary_and_failures():
+    table = format_summary(REPORT)
+    assert "contract  calls" in table
+    assert "FAILED (1 passed, 1 failed, 1 errors, 1 skipped, 0 not provable)" in table
+    failures = format_failures(REPORT)
+    assert "FAIL parity/verify_draft: 2 of 10 cases differ\nshrunk: V=2" in failures
+    assert "reproduce: spec-verify check --impl ffi:/tmp/lib.so --tier parity --case-seed 4" in (
+        failures
+    )
+    assert "ERROR parity/pcg32" in failures and "calls" not in failures
+
+
+def test_json_is_plain(tmp_path):
+    data = json.loads(write_json(REPORT, tmp_path / "sub" / "r.json").read_text())
+    assert data["passed"] is False
+    assert data["counts"]["failed"] == 1
+    details = data["results"][1]["details"]
+    assert details == {"x": 0.5, "f": "1/3", "inf": "inf", "a": [0, 1]}
+
+
+def test_junit_maps_statuses():
+    root = ET.fromstring(junit_xml(REPORT))
+    assert root.tag == "testsuites" and root.get("failures") == "1" and root.get("errors") == "1"
+    suites = {s.get("name"): s for s in root.findall("testsuite")}
+    assert set(suites) == {"contract", "parity", "exact"}
+    cases = {c.get("name"): c for c in root.iter("testcase")}
+    failure = cases["verify_draft"].find("failure")
+    assert failure is not None and "--case-seed 4" in (failure.text or "")
+    assert cases["pcg32"].find("error") is not None
+    assert cases["all"].find("skipped") is not None
+    assert cases["calls"].find("failure") is None

@@ -1,0 +1,97 @@
+"""The check runner: tiers in order, load failures, harness errors, repro commands."""
+
+from __future__ import annotations
+
+import pytest
+
+from spec_verify import runner
+from spec_verify.errors import UnknownImplementation
+from spec_verify.results import CheckResult, Status
+from spec_verify.runner import TIERS, CheckReport, repro_command, run_checks
+
+
+def test_tiers_are_in_the_documented_order():
+    assert [t.name for t in TIERS] == [
+        "contract", "greedy", "exact", "parity", "properties", "statistical", "generation",
+    ]  # fmt: skip
+
+
+def test_the_reference_passes_the_fast_tiers():
+    seen = []
+    report = run_checks(
+        "reference", tiers=["contract", "greedy", "generation"], quick=True, progress=seen.append
+    )
+    assert report.passed, [r.message for r in report.failures()]
+    assert [r.tier for r in report.results][:3] == ["contract"] * 3
+    assert {r.tier for r in report.results} == {"contract", "greedy", "generation"}
+    assert any(line.startswith("greedy") for line in seen)
+    assert set(report.tier_seconds) == {"contract", "greedy", "generation"}
+
+
+def test_an_unloadable_spec_is_one_failed_check():
+    report = run_checks("python:no_such_module_here")
+    assert not report.passed
+    [result] = report.results
+    assert (result.tier, result.name, result.status) == ("load", "load", Status.FAILED)
+    assert "cannot be imported" in result.message
+    assert result.repro == "spec-verify check --impl python:no_such_module_here --tier contract"
+
+
+def test_unknown_tiers_are_refused():
+    with pytest.raises(UnknownImplementation, match="unknown tier"):
+        run_checks("reference", tiers=["contract", "vibes"])
+
+
+def test_a_tier_that_raises_is_an_error_and_the_run_goes_on(monkeypatch):
+    def broken(impl, **options):
+        raise RuntimeError("planted harness bug")
+
+    real = runner._entry_point
+    monkeypatch.setattr(
+        runner, "_entry_point", lambda spec: broken if spec.name == "greedy" else real(spec)
+    )
+    report = run_checks("reference", tiers=["contract", "greedy", "generation"], quick=True)
+    by_tier = {r.tier: r for r in report.results}
+    assert by_tier["greedy"].status is Status.ERROR
+    assert "planted harness bug" in by_tier["greedy"].message
+    assert by_tier["greedy"].repro == "spec-verify check --tier greedy --quick"
+    assert by_tier["generation"].status is Status.PASSED
+    assert not report.passed
+
+
+def test_a_missing_tier_is_skipped_with_the_names_it_was_looked_up_under(monkeypatch):
+    spec = runner.TierSpec("exact", frozenset({"verify_draft"}), ("nowhere_at_all:run",), "x")
+    monkeypatch.setattr(runner, "TIERS", (spec,))
+    report = run_checks("reference", tiers=["exact"])
+    [result] = report.results
+    assert result.status is Status.SKIPPED
+    assert "nowhere_at_all:run" in result.message
+    assert report.passed  # skipped does not fail a gate
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "command"),
+    [
+        ({"impl": "reference"}, "spec-verify check"),
+        ({"impl": "ffi:/a b/lib.so", "tiers": ["parity"], "case_seed": 7},
+         "spec-verify check --impl 'ffi:/a b/lib.so' --tier parity --case-seed 7"),
+        ({"impl": "mutant:s03", "seed": 5, "quick": True},
+         "spec-verify check --impl mutant:s03 --seed 5 --quick"),
+    ],
+)  # fmt: skip
+def test_repro_commands(kwargs, command):
+    impl = kwargs.pop("impl")
+    tiers = kwargs.pop("tiers", ())
+    assert repro_command(impl, tiers, **kwargs) == command
+
+
+def test_verdicts():
+    def report(*statuses):
+        results = tuple(CheckResult("t", str(i), s) for i, s in enumerate(statuses))
+        return CheckReport("x", 0, ("t",), results, 0.0)
+
+    assert report(Status.PASSED, Status.SKIPPED, Status.NOT_PROVABLE).passed
+    assert not report(Status.PASSED, Status.FAILED).passed
+    assert not report(Status.ERROR).passed
+    assert not report().passed  # a run that checked nothing did not pass
+    assert report(Status.PASSED, Status.FAILED).counts()["failed"] == 1
