@@ -277,8 +277,10 @@ class RunPool:
         self._write_reference(sources, run / "lib" / "reference")
         copy = run / self.suite_name
         if self.suite.is_dir():
+            # Links are copied as their targets: writing through a link must not reach
+            # outside the run's folder.
             shutil.copytree(self.suite, copy, ignore=shutil.ignore_patterns(*_IGNORED),
-                            symlinks=True)
+                            ignore_dangling_symlinks=True)
         else:
             copy.mkdir()
             shutil.copy2(self.suite, copy / self.suite.name)

@@ -35,15 +35,15 @@ SUITES = Path(__file__).resolve().parent / "suites"
 EXAMPLE_SURVIVORS = {"s11", "s21"}  # shortest n-gram first; the n-gram draft's context
 
 
-def _grade_dirs() -> set[str]:
-    return {p.name for p in Path(tempfile.gettempdir()).glob("spec-verify-grade-*")}
-
-
 @pytest.fixture(scope="module")
-def example_grade() -> GradeResult:
-    before = _grade_dirs()
-    result = grade(EXAMPLE)
-    assert _grade_dirs() == before, "the grader left a temporary folder behind"
+def example_grade(tmp_path_factory) -> GradeResult:
+    private = tmp_path_factory.mktemp("grader_tmp")  # other graders may share the system's
+    saved, tempfile.tempdir = tempfile.tempdir, str(private)
+    try:
+        result = grade(EXAMPLE)
+    finally:
+        tempfile.tempdir = saved
+    assert list(private.iterdir()) == [], "the grader left a temporary folder behind"
     return result
 
 
@@ -64,12 +64,11 @@ def test_the_example_suite_scores_22_of_24(example_grade):
 
 
 def test_the_grade_is_the_same_every_time(example_grade):
-    again = grade(EXAMPLE, mutants=["s03", "s11", "s15", "s21", "s24"], jobs=2)
+    again = grade(EXAMPLE, mutants=["s03", "s11", "s15"], jobs=2, decoys=0)
     states = {m.mutant_id: m.state for m in example_grade.mutants}
     assert {m.mutant_id: m.state for m in again.mutants} == {
-        i: states[i] for i in ("s03", "s11", "s15", "s21", "s24")}
-    killers = {m.mutant_id: m.killed_by for m in example_grade.mutants}
-    assert all(m.killed_by == killers[m.mutant_id] for m in again.mutants)
+        i: states[i] for i in ("s03", "s11", "s15")}
+    # (Which test fails first may change: later runs order tests by their measured times.)
 
 
 # --- reports ----------------------------------------------------------------------------------
@@ -149,17 +148,15 @@ def test_junit_xml(example_grade):
 
 def test_cli_grade_writes_every_report(tmp_path, capsys):
     files = {name: tmp_path / name for name in ("mte.json", "results.json", "junit.xml")}
-    code = main(["grade", str(EXAMPLE), "--mutants", "s05,s11", "-j", "2", "-q",
+    code = main(["grade", str(EXAMPLE), "--mutants", "s05,s11", "-j", "2", "-q", "--decoys", "0",
                  "--json", str(files["mte.json"]), "--gradescope", str(files["results.json"]),
-                 "--junit", str(files["junit.xml"])])
+                 "--junit", str(files["junit.xml"]), "--fail-under", "60"])
     out = capsys.readouterr().out
-    assert code == 0
+    assert code == 1  # graded, but 50% is under --fail-under 60
     assert "grade: 1/2 detected = 50.0%" in out
     assert json.loads(files["mte.json"].read_text())["schemaVersion"] == "2"
     assert json.loads(files["results.json"].read_text())["score"] == 1
     assert ET.parse(files["junit.xml"]).getroot().tag == "testsuites"
-    assert main(["grade", str(EXAMPLE), "--mutants", "s11", "-q", "--fail-under", "50"]) == 1
-    capsys.readouterr()
 
 
 def test_cli_grade_refuses_bad_input(capsys):
@@ -226,18 +223,18 @@ def test_a_suite_that_ends_the_process_early():
 
 
 def test_a_suite_that_tests_nothing():
-    _assert_not_graded(grade(SUITES / "tests_nothing", mutants=["s01", "s02"]),
+    _assert_not_graded(grade(SUITES / "tests_nothing", mutants=["s01", "s02"], decoys=0),
                        "every function of the reference raises", "tests nothing", total=2)
 
 
 def test_a_single_test_file_is_a_suite():
-    result = grade(EXAMPLE / "test_speculative.py", mutants=["s05", "s11"])
+    result = grade(EXAMPLE / "test_speculative.py", mutants=["s05", "s11"], decoys=0)
     assert result.graded
     assert [m.state for m in result.mutants] == [MutantState.KILLED, MutantState.SURVIVED]
 
 
 def test_a_suite_using_the_plugin_fixture_is_graded_the_same_way():
-    result = grade(SUITES / "plugin_fixture", mutants=["s05", "s06", "s10"])
+    result = grade(SUITES / "plugin_fixture", mutants=["s05", "s06", "s10"], decoys=0)
     assert result.graded, result.reason
     assert {m.mutant_id: m.state for m in result.mutants} == {
         "s05": MutantState.KILLED, "s06": MutantState.SURVIVED, "s10": MutantState.SURVIVED}
@@ -257,7 +254,7 @@ def test_mutants_that_hang_the_suite_time_out():
 
 
 def test_mutants_that_crash_the_suite_error():
-    result = grade(SUITES / "crashes_on_bugs", mutants=["s05", "s04"])
+    result = grade(SUITES / "crashes_on_bugs", mutants=["s05", "s04"], decoys=0)
     states = {m.mutant_id: m.state for m in result.mutants}
     assert states == {"s04": MutantState.SURVIVED, "s05": MutantState.ERRORED}
     errored = next(m for m in result.mutants if m.mutant_id == "s05")
@@ -272,7 +269,7 @@ def test_a_suite_that_writes_files_changes_nothing_outside_its_folders():
     home_before = set(os.listdir(home))
     scratch = Path(tempfile.gettempdir()) / "suite_scratch.txt"
     assert not scratch.exists()
-    result = grade(suite, mutants=["s05", "s11"])
+    result = grade(suite, mutants=["s05", "s11"], decoys=0)
     assert result.graded
     assert [m.state for m in result.mutants] == [MutantState.KILLED, MutantState.SURVIVED]
     assert sorted(p.relative_to(suite) for p in suite.rglob("*")) == before

@@ -54,7 +54,7 @@ def test_a_suite_that_counts_runs_is_caught_by_the_decoys(side_channel):
 
 def test_the_reference_is_not_replaced_in_the_grader_process():
     before = sys.modules.get("spec_verify.reference")
-    grade(SUITES / "writes_files", mutants=["s05"])
+    grade(SUITES / "writes_files", mutants=["s05"], decoys=0)
     assert sys.modules.get("spec_verify.reference") is before
     assert not any(name.startswith("spec_verify.reference.") and name not in sys.modules
                    for name in list(sys.modules))
