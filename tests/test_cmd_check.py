@@ -53,3 +53,20 @@ def test_the_reference_passes_every_tier(capsys, tmp_path):
     assert code == 0, out
     tiers = {r["tier"] for r in json.loads((tmp_path / "r.json").read_text())["results"]}
     assert {"contract", "greedy", "exact", "parity", "statistical", "generation"} <= tiers
+
+
+def test_plots_without_matplotlib_do_not_change_the_verdict(tmp_path, capsys, monkeypatch):
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_matplotlib(name, *args, **kwargs):
+        if name.startswith("matplotlib"):
+            raise ImportError("No module named 'matplotlib'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_matplotlib)
+    code = main(["check", "--case-seed", "3", "--no-progress", "--plots", str(tmp_path / "p")])
+    captured = capsys.readouterr()
+    assert code == 0
+    assert "plots skipped" in captured.err
