@@ -23,6 +23,14 @@ Run phases, in order (ARCHITECTURE.md):
 The score: ``grade = detected / total``, where a mutant is *detected* when it is killed, timed
 out or errored (each makes the suite, or a CI running it, visibly fail) and *total* is the
 number of mutants graded. Only a survivor counts against the suite.
+
+What a suite can and cannot see: every run after the clean one has the same environment,
+paths, file and module names, and the same reference module attributes (the isolation tests
+show it); the clean run differs only in being first (the worker has not yet preloaded the
+suite's imports), which the decoys make worthless. What differs is the reference's code, and
+a suite that reads that code (its source or bytecode), or brings its own copy of the reference
+as an oracle, can tell; that is reading the answer, not testing, and only a review of the suite
+can rule it out.
 """
 
 from __future__ import annotations
