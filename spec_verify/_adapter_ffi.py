@@ -117,6 +117,11 @@ class _Worker:
         with contextlib.suppress(OSError):
             self.conn.close()
 
+    def release(self) -> None:
+        """Close the stderr file (after its tail went into an error message)."""
+        with contextlib.suppress(OSError):
+            self._stderr.close()
+
     def close(self) -> None:
         with contextlib.suppress(OSError, ValueError):
             self.conn.send(("quit",))
@@ -232,12 +237,18 @@ class FfiImplementation:
             if self._worker is not None:
                 return
             worker = _Worker(self.name, self.path)
-            reply = worker.exchange(None, "load", _START_TIMEOUT)
+            try:
+                reply = worker.exchange(None, "load", _START_TIMEOUT)
+            except ImplementationError:
+                worker.kill()
+                worker.release()
+                raise
             if reply[0] == "load_error":
                 worker.close()
                 raise reply[1]
             if reply[0] != "ready":
                 worker.kill()
+                worker.release()
                 raise ImplementationError(self.name, "load", f"unexpected answer {reply[0]!r}")
             self.abi_version = int(reply[1]["abi_version"])
             self._worker = worker
@@ -276,6 +287,7 @@ class FfiImplementation:
             except ImplementationError as exc:
                 self._worker = None
                 worker.kill()
+                worker.release()
                 if "did not return within" in exc.reason:
                     self._hung[call] = exc.reason
                 raise
