@@ -13,7 +13,16 @@ import pytest
 
 LIBS = pathlib.Path(__file__).parent / "libs"
 HEADER_DIR = pathlib.Path(__file__).resolve().parents[2] / "spec_verify"
-C_LIBS = ("segfault", "hang", "abort", "abi_v2", "missing_symbols", "overflow", "bad_ids")
+C_LIBS = (
+    "segfault",
+    "hang",
+    "abort",
+    "abi_v2",
+    "missing_symbols",
+    "overflow",
+    "bad_ids",
+    "crash_at_load",
+)
 PLANTED_BUGS = (
     "bug_resample_before_accept",
     "bug_bonus_wrong_row",

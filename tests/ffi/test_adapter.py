@@ -36,6 +36,11 @@ def test_loader_refuses_with_a_clear_message(c_libs, name, words):
         load_implementation(f"ffi:{c_libs[name]}")
 
 
+def test_a_library_that_crashes_while_loading(c_libs):
+    with pytest.raises(UnknownImplementation, match="could not be loaded: it crashed with SIGSEGV"):
+        load_implementation(f"ffi:{c_libs['crash_at_load']}")
+
+
 def test_loader_without_a_path_or_file(tmp_path):
     with pytest.raises(UnknownImplementation, match="needs a path"):
         load_implementation("ffi:")
