@@ -961,7 +961,9 @@ def enumerate_round(
         rnd: the round: exact target rows, drafted ids, exact draft rows (or one-hot).
         guard: how far inside its cell every probe sits (see the module docstring).
         max_calls: give up (not provable) after this many calls into the implementation.
-        hints: extra exact breakpoints to snap located ones to (a lossy rule's thresholds).
+        hints: extra exact breakpoints to snap located ones to, besides those of the round's
+            distributions and those the implementation offers (``breakpoint_hints(rnd)``, as
+            the lossy rules do).
 
     Returns:
         An ``Enumeration``; it never raises for the implementation's misbehaviour (status
@@ -980,7 +982,15 @@ def enumerate_round(
     guard = Fraction(guard)
     if not 0 < guard < Fraction(1, 8):
         raise InvalidArgument("guard", guard, "must be in (0, 1/8)")
-    explorer = _Explorer(impl, rnd, guard, max_calls, hints)
+    own_hints = getattr(impl, "breakpoint_hints", None)
+    if callable(own_hints):
+        hints = [*hints, *own_hints(rnd)]
+    try:
+        explorer = _Explorer(impl, rnd, guard, max_calls, hints)
+    except Exception as exc:  # the implementation's own params() failed
+        return Enumeration(rnd, "error", {}, (), 0, 0,
+                           reason=f"{impl.name}: building its sampling parameters raised "
+                           f"{type(exc).__name__}: {exc}")
     status: EnumerationStatus = "complete"
     reason = ""
     script: tuple[float, ...] = ()

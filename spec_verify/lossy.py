@@ -317,13 +317,10 @@ def measure(rule: Implementation, p: Sequence[object], q: Sequence[object]) -> L
     acceptance = Fraction(0)
     calls = 0
     complete, reason = True, ""
-    hints_of = getattr(rule, "breakpoint_hints", None)
     for x, qx in enumerate(q_row):
         if not qx:
             continue
-        rnd = Round((p_row, p_row), (x,), (q_row,))
-        hints = hints_of(rnd) if callable(hints_of) else []
-        enumeration = enumerate_round(rule, rnd, hints=hints)
+        enumeration = enumerate_round(rule, Round((p_row, p_row), (x,), (q_row,)))
         calls += enumeration.calls
         if not enumeration.complete:
             complete, reason = False, f"x = {x}: {enumeration.reason}"

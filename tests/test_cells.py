@@ -80,18 +80,33 @@ def test_parse_dist() -> None:
 
 BAD_ROUNDS = [
     (lambda: Round((P,), (1,), (Q,)), InvalidArgument, "must have m \\+ 1 = 2"),
-    (lambda: Round((P, P[:2] + (F(1, 4),) * 0 + (F(1, 2),)), (1,), (Q,)), InvalidDistribution,
-     "p_rows\\[1\\]"),
-    (lambda: Round((P, (F(1, 2), F(1, 2))), (1,), (Q,)), InvalidDistribution,
-     "has 2 entries; row 0 has 3"),
+    (
+        lambda: Round((P, P[:2] + (F(1, 4),) * 0 + (F(1, 2),)), (1,), (Q,)),
+        InvalidDistribution,
+        "p_rows\\[1\\]",
+    ),
+    (
+        lambda: Round((P, (F(1, 2), F(1, 2))), (1,), (Q,)),
+        InvalidDistribution,
+        "has 2 entries; row 0 has 3",
+    ),
     (lambda: Round((P, P), (3,), (Q,)), InvalidArgument, "ids are in \\[0, 3\\)"),
     (lambda: Round((P, P), (1,), (Q, Q)), InvalidArgument, "it must have m = 1"),
-    (lambda: Round((P, P), (1,), ((F(1), F(0), F(0)),)), InvalidDistribution,
-     "drafted token 1 probability 0"),
-    (lambda: Round((P, P), (1,), ((F(1, 2), F(1, 2)),)), InvalidDistribution,
-     "p and q must have the same length"),
-    (lambda: Round((P, P), (1,), (Q,), logits=((0.0,) * 3,)), InvalidArgument,
-     "must be \\(m \\+ 1, V\\)"),
+    (
+        lambda: Round((P, P), (1,), ((F(1), F(0), F(0)),)),
+        InvalidDistribution,
+        "drafted token 1 probability 0",
+    ),
+    (
+        lambda: Round((P, P), (1,), ((F(1, 2), F(1, 2)),)),
+        InvalidDistribution,
+        "p and q must have the same length",
+    ),
+    (
+        lambda: Round((P, P), (1,), (Q,), logits=((0.0,) * 3,)),
+        InvalidArgument,
+        "must be \\(m \\+ 1, V\\)",
+    ),
 ]
 
 
@@ -118,8 +133,11 @@ def test_seed_example_cells_widths_outcomes(reference: Implementation) -> None:
     ]
     assert table == [
         ([("u_accept[0]", 0, F(1, 2)), ("unused", 0, 1), ("bonus", 0, F(1, 2))], F(1, 4), (1, 0)),
-        ([("u_accept[0]", 0, F(1, 2)), ("unused", 0, 1), ("bonus", F(1, 2), F(3, 4))],
-         F(1, 8), (1, 1)),
+        (
+            [("u_accept[0]", 0, F(1, 2)), ("unused", 0, 1), ("bonus", F(1, 2), F(3, 4))],
+            F(1, 8),
+            (1, 1),
+        ),
         ([("u_accept[0]", 0, F(1, 2)), ("unused", 0, 1), ("bonus", F(3, 4), 1)], F(1, 8), (1, 2)),
         ([("u_accept[0]", F(1, 2), 1), ("u_resample[0]", 0, 1)], F(1, 2), (0,)),
     ]
@@ -179,8 +197,12 @@ def test_residual_bug_is_measured_exactly() -> None:
     assert e.complete
     # a rejected x = 1 is resampled from p instead of the residual [1, 0, 0]
     assert e.distribution == {
-        (0,): F(1, 4), (1,): F(1, 8), (2,): F(1, 8),
-        (1, 0): F(1, 4), (1, 1): F(1, 8), (1, 2): F(1, 8),
+        (0,): F(1, 4),
+        (1,): F(1, 8),
+        (2,): F(1, 8),
+        (1, 0): F(1, 4),
+        (1, 1): F(1, 8),
+        (1, 2): F(1, 8),
     }
     assert any("sample p[0]" in note for note in e.notes)
 
@@ -214,9 +236,16 @@ class _Masked:
     name = "masked"
     capabilities = frozenset({"verify_draft", "injected_uniforms"})
 
-    def verify_draft(self, target_logits: object, draft_ids: object, draft_probs: object,
-                     p: object, history: object, rng: cells._ScriptedUniforms,
-                     prompt: object = ()) -> tuple[list[int], int]:
+    def verify_draft(
+        self,
+        target_logits: object,
+        draft_ids: object,
+        draft_probs: object,
+        p: object,
+        history: object,
+        rng: cells._ScriptedUniforms,
+        prompt: object = (),
+    ) -> tuple[list[int], int]:
         u0, u1 = rng.random(), rng.random()
         if u1 < 0.5:
             return [0 if u0 > 0.75 else 1], 0
@@ -273,3 +302,25 @@ def test_call_budget_is_not_provable(reference: Implementation) -> None:
     e = enumerate_round(reference, SEED_ROUND, max_calls=3)
     assert e.status == "not_provable"
     assert "more than 3 calls" in e.reason
+
+
+class _BadParams:
+    name = "bad-params"
+    capabilities = frozenset({"verify_draft", "injected_uniforms"})
+
+    def params(self, **fields: object) -> object:
+        raise RuntimeError("no params here")
+
+
+def test_params_that_raise_are_an_error() -> None:
+    e = enumerate_round(_BadParams(), SEED_ROUND)  # type: ignore[arg-type]
+    assert e.status == "error" and "no params here" in e.reason
+
+
+def test_implementation_hints_are_snapped_to() -> None:
+    from spec_verify.lossy import EnsembleVerification
+
+    rule = EnsembleVerification("1/3")
+    e = enumerate_round(rule, SEED_ROUND)
+    # accept threshold min(1, (p + 2q) / 3q) at x = 1: (1/4 + 1) / (3/2) = 5/6
+    assert [(b.value, b.source) for b in e.located][:1] == [(F(5, 6), "known")]
