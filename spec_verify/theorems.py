@@ -81,7 +81,7 @@ THEOREMS: dict[str, str] = {
     "expected_length": "tokens per round: P(n) = a^(n-1)(1-a), mean (1 - a^(k+1)) / (1 - a)",
 }
 
-DEFAULT_CASES = 6
+DEFAULT_CASES = 8
 """Generated cases per theorem in the default gate (about two seconds on the reference)."""
 
 QUICK_CASES = 2

@@ -16,6 +16,7 @@ from spec_verify.implementations import Implementation, load_implementation
 from spec_verify.reference.exact import expected_tokens_per_round
 from spec_verify.results import Status
 from spec_verify.theorems import (
+    DEFAULT_CASES,
     THEOREMS,
     _filtered,
     acceptance,
@@ -47,7 +48,7 @@ def test_the_reference_is_proven_exact_on_every_theorem(reference: Implementatio
     results = run_exact_tier(reference, seed=0)
     assert [r.name for r in results] == list(THEOREMS)
     assert all(r.status is Status.PASSED for r in results), [r.message for r in results]
-    assert all(r.tier == "exact" and r.n == 6 for r in results)
+    assert all(r.tier == "exact" and r.n == DEFAULT_CASES for r in results)
     assert time.perf_counter() - start < 20  # a few seconds in the default gate
 
 
@@ -195,6 +196,19 @@ def test_one_position_case_checks_its_rows() -> None:
         one_position_case(P, (F(1, 2), F(1, 2)))
     with pytest.raises(InvalidDistribution, match="sums to 3/4"):
         one_position_case(P, (F(1, 2), F(1, 4), F(0)))
+
+
+@pytest.mark.parametrize("theorem", ["k_positions", "deterministic_drafts",
+                                     "truncated_and_penalised"])
+def test_generated_models_are_valid(theorem: str) -> None:
+    # the reference's exact path agrees with plain sampling on every generated case: the
+    # models are proper distributions and the comparison the theorem makes is meaningful
+    from spec_verify.reference.exact import exact_speculative_sequences
+
+    for case in generate_cases(theorem, DEFAULT_CASES):
+        m = case.models
+        spec = exact_speculative_sequences(m.target, m.draft, m.context, case.k, case.length)
+        assert spec == case.expected()
 
 
 def test_expected_length_target_is_the_seed_formula() -> None:
