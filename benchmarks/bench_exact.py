@@ -6,10 +6,12 @@ cell by cell; the exact distribution is compared with the exact rejection rule's
 (``exact_verify``: the round's distribution for those drafts, from which exactness over drafts
 follows by the per-token identity, proven by ``spec-verify prove --symbolic``).
 
-Printed per (V, k): calls into the implementation, calls / (V (k + 1)) (the goal is that this
-stays bounded: calls grow no faster than V (k + 1)), wall time, the samples a G-test needs to
-detect a deviation of 1e-3 in total variation at alpha = 1e-6 with power 0.99
-(``n = lambda(V - 1) / (4 delta^2)``, noncentral chi-square), and that number over the calls.
+Printed per (V, k): calls into the implementation (and how many of them the leaf audits made),
+calls / (V (k + 1)) (the goal: calls grow no faster than V (k + 1); the exploration alone
+stays near 2 V (k + 1), the audits of the unused ``u_resample`` draws add a term that grows
+with k), wall time, the samples a G-test needs to detect a deviation of 1e-3 in total
+variation at alpha = 1e-6 with power 0.99 (``n = lambda(V - 1) / (4 delta^2)``, noncentral
+chi-square, from ``spec_verify.power``), and that number over the calls.
 
 Usage: python benchmarks/bench_exact.py [--impl SPEC] [--seed S] [--repeats R]
 """
@@ -63,7 +65,7 @@ def main() -> int:
     impl = load_implementation(args.impl)
     print(f"implementation: {impl.name}; G-test plan: alpha={ALPHA:g}, TV delta={DELTA:g}, "
           f"power={POWER}")
-    header = (f"{'V':>4} {'k':>2} {'calls':>7} {'calls/V(k+1)':>13} {'wall s':>7} "
+    header = (f"{'V':>4} {'k':>2} {'calls':>7} {'audits':>7} {'calls/V(k+1)':>13} {'wall s':>7} "
               f"{'G-test n':>12} {'n / calls':>10}  verdict")
     print(header)
     print("-" * len(header))
@@ -87,7 +89,8 @@ def main() -> int:
                 verdict = "DIFFERS"
             per = enumeration.calls / (V * (k + 1))
             worst = max(worst, per)
-            print(f"{V:>4} {k:>2} {enumeration.calls:>7} {per:>13.2f} {wall:>7.2f} "
+            print(f"{V:>4} {k:>2} {enumeration.calls:>7} {enumeration.audit_calls:>7} "
+                  f"{per:>13.2f} {wall:>7.2f} "
                   f"{samples:>12,} {samples / enumeration.calls:>10,.0f}  {verdict}")
     print(f"calls / (V (k + 1)) stays at most {worst:.2f}")
     return 0

@@ -447,7 +447,7 @@ class Enumeration:
         distribution: ``{emitted_ids: probability}`` over the leaves found (partial unless
             complete).
         leaves: every path of draws, with the uniforms that reproduce it.
-        calls: calls into the implementation.
+        calls: calls into the implementation (``audit_calls`` of them by the leaf audits).
         boundaries: interior cell boundaries used over all nodes of the tree.
         located: breakpoints located by bisection (none for the contract's draw order).
         notes: where the draws followed another order than the contract's.
@@ -463,6 +463,7 @@ class Enumeration:
     notes: tuple[str, ...] = ()
     reason: str = ""
     script: tuple[float, ...] = ()  # the uniforms of the call that failed, for an error
+    audit_calls: int = 0  # of ``calls``, those the leaf audits made
 
     @property
     def complete(self) -> bool:
@@ -590,6 +591,8 @@ class _Explorer:
         self.params = _params(impl, fields)
         self.cache: dict[tuple[float, ...], Outcome] = {}
         self.calls = 0
+        self.audit_calls = 0  # of which made by leaf audits
+        self.auditing = False
         self.leaves: list[Leaf] = []
         self.boundaries = 0
         self.located: list[Breakpoint] = []
@@ -617,6 +620,7 @@ class _Explorer:
         if self.calls >= self.max_calls:
             raise _Abort("not_provable", f"needed more than {self.max_calls} calls", script)
         self.calls += 1
+        self.audit_calls += self.auditing
         source = _ScriptedUniforms(script, self.max_draws)
         rnd = self.rnd
         try:
@@ -903,7 +907,12 @@ class _Explorer:
             def script(u: float, j: int = j) -> tuple[float, ...]:
                 return (*uniforms[:j], u, *uniforms[j + 1 :])
 
-            if all(self.outcome(script(u)) == outcome for u in points):
+            self.auditing = True
+            try:
+                same = all(self.outcome(script(u)) == outcome for u in points)
+            finally:
+                self.auditing = False
+            if same:
                 continue
             _, found = self.locate(j, [draw.cell], script, kind)
             key = _key(path[:j])
@@ -1023,4 +1032,5 @@ def enumerate_round(
         ) + tuple(explorer.findings),
         reason=reason,
         script=script,
+        audit_calls=explorer.audit_calls,
     )
