@@ -38,6 +38,7 @@ from functools import cache
 from typing import Any
 
 from .cells import (
+    GUARD,
     Dist,
     Enumeration,
     Leaf,
@@ -665,6 +666,9 @@ def prove_case(impl: Implementation, case: Case) -> CaseResult:
                 message += f" (the contract's rule emits {list(rule)} there)"
         if status is Status.NOT_PROVABLE:
             message += f"; within the tolerance {float(tolerance):.3g} of rounding"
+        elif any(b.source != "known" for e in prover.enumerations for b in e.located):
+            message += (f"; with breakpoints located within {float(GUARD):g} of the "
+                        f"implementation's, so exact to within {float(tolerance):.3g}")
     return CaseResult(
         case, status, message, obtained, expected, tolerance, prover.calls(),
         tuple(prover.enumerations), worst, witnesses, prover.notes(),
