@@ -64,10 +64,9 @@ def test_the_example_suite_scores_22_of_24(example_grade):
 
 
 def test_the_grade_is_the_same_every_time(example_grade):
-    again = grade(EXAMPLE, mutants=["s03", "s11", "s15"], jobs=2, decoys=0)
+    again = grade(EXAMPLE, mutants=["s03", "s11"], jobs=2, decoys=0)
     states = {m.mutant_id: m.state for m in example_grade.mutants}
-    assert {m.mutant_id: m.state for m in again.mutants} == {
-        i: states[i] for i in ("s03", "s11", "s15")}
+    assert {m.mutant_id: m.state for m in again.mutants} == {i: states[i] for i in ("s03", "s11")}
     # (Which test fails first may change: later runs order tests by their measured times.)
 
 
@@ -210,8 +209,8 @@ def test_failing_on_the_clean_reference_shows_the_failures():
 
 
 def test_a_hanging_suite():
-    result = grade(SUITES / "hanging", clean_timeout=3)
-    _assert_not_graded(result, "did not finish within 3 s")
+    result = grade(SUITES / "hanging", clean_timeout=2)
+    _assert_not_graded(result, "did not finish within 2 s")
 
 
 def test_a_suite_that_crashes_the_interpreter():

@@ -30,13 +30,13 @@ def side_channel(tmp_path, monkeypatch):
 
 
 def test_the_adversarial_suite_gains_nothing(side_channel):
-    result = grade(SUITES / "adversarial", decoys=2)
+    result = grade(SUITES / "adversarial", decoys=1)
     assert result.graded, result.reason  # it passes clean and decoys, fails the canary
     assert result.detected == 0
     assert all(m.state is MutantState.SURVIVED for m in result.mutants)
     seen = [json.loads(p.read_text()) for p in sorted(side_channel.glob("*.json"))]
-    # clean + 2 decoys + 24 mutants (the canary stops at the first test, before the dump)
-    assert len(seen) == 1 + 2 + len(CATALOGUE)
+    # clean + decoy + 24 mutants (the canary raises before the dump)
+    assert len(seen) == 1 + 1 + len(CATALOGUE)
     without_modules = [{k: v for k, v in s.items() if k != "modules"} for s in seen]
     assert all(view == without_modules[0] for view in without_modules)
     module_sets = {tuple(s["modules"]) for s in seen}
