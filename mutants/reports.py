@@ -75,6 +75,8 @@ def terminal_report(result: GradeResult) -> str:
     if survivors:
         lines.append("survived (see `spec-verify mutants show ID`):")
         lines.extend(f"  {m.mutant_id}  {m.title}" for m in survivors)
+        ids = ",".join(m.mutant_id for m in survivors)
+        lines.append(f"reproduce: spec-verify grade {result.suite} --mutants {ids}")
     lines.append(f"score: {result.score_definition}")
     return "\n".join(lines) + "\n"
 

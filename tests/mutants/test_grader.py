@@ -77,6 +77,7 @@ def test_terminal_report(example_grade):
     assert "grade: 22/24 detected = 91.7%" in text
     assert "killed 22, survived 2, timed out 0, errored 0" in text
     assert "s11  prompt lookup tries the shortest n-gram first" in text
+    assert f"reproduce: spec-verify grade {EXAMPLE} --mutants s11,s21" in text
     assert SCORE_DEFINITION[:40] in text
 
 
