@@ -9,6 +9,7 @@ implementation:
     pytest --pyargs spec_verify.properties --spec-impl=SPEC
 """
 
+from ._tier import run_property_tier
 from .checks import (
     GENERATION_PROPERTIES,
     PROPERTIES,
@@ -66,6 +67,7 @@ __all__ = [
     "histories",
     "logit_rows",
     "lookup_contexts",
+    "run_property_tier",
     "sampling_params",
     "verify_cases",
     "vocab_sizes",

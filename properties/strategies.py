@@ -136,7 +136,9 @@ def drafts(vocab_size: int, max_length: int = 5) -> st.SearchStrategy[list[int]]
 
 @st.composite
 def draft_rows(
-    draw: st.DrawFn, vocab_size: int, target: Sequence[float] | None = None
+    draw: st.DrawFn,
+    vocab_size: int,
+    target: Sequence[float] | NDArray[np.float64] | None = None,
 ) -> NDArray[np.float64]:
     """One draft distribution ``q`` over ``vocab_size`` tokens (sums to 1 within 1e-12).
 

@@ -57,6 +57,7 @@ __all__ = [
     "DEFAULT_DELTA",
     "DEFAULT_FAMILY_ALPHA",
     "DEFAULT_POWER",
+    "QUICK_DELTA",
     "STATISTICAL_CHECKS",
     "AcceptanceRateCheck",
     "FirstTokenCheck",
@@ -72,6 +73,7 @@ __all__ = [
 
 DEFAULT_FAMILY_ALPHA = 1e-6
 DEFAULT_DELTA = 0.05
+QUICK_DELTA = 0.1
 DEFAULT_POWER = 0.99
 DEFAULT_BUDGET = 200_000  # draws per check; the largest default plan is about 14,000
 TIER = "statistical"
@@ -744,11 +746,12 @@ def run_statistical_tier(
     *,
     seed: int = 0,
     family_alpha: float = DEFAULT_FAMILY_ALPHA,
-    delta: float = DEFAULT_DELTA,
+    delta: float | None = None,
     power: float = DEFAULT_POWER,
     budget: int = DEFAULT_BUDGET,
     checks: Sequence[str] | None = None,
     sequential: bool = False,
+    quick: bool = False,
     progress: Callable[[str], None] | None = None,
 ) -> list[CheckResult]:
     """Run the statistical tier against ``impl``; one ``CheckResult`` per check.
@@ -765,12 +768,14 @@ def run_statistical_tier(
             end-to-end checks, which are skipped without it).
         seed: the root seed of every draw (``numpy.random.SeedSequence``); same seed, same run.
         family_alpha: family-wise false-alarm rate of the run (1e-6 in a gate).
-        delta: the smallest total-variation distance each check detects.
+        delta: the smallest total-variation distance each check detects (default 0.05, or
+            0.1 when ``quick``: a quarter of the draws).
         power: the probability each check detects a sampler at distance ``delta``.
         budget: the most draws one check may take (an error says what fits if it is exceeded).
         checks: names of the checks to run (default all, see ``check_names()``); the family is
             the checks that run.
         sequential: also run an e-process beside each check and stop it early once it rejects.
+        quick: plan for ``delta = 0.1`` unless ``delta`` is given.
         progress: called with one line per check as it starts.
 
     Returns:
@@ -782,6 +787,8 @@ def run_statistical_tier(
         InvalidArgument: a bad argument, or a plan beyond ``budget`` (see
             ``plan_statistical_tier``).
     """
+    if delta is None:
+        delta = QUICK_DELTA if quick else DEFAULT_DELTA
     plan = plan_statistical_tier(
         impl,
         seed=seed,
