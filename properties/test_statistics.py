@@ -33,4 +33,4 @@ def test_statistical_check(statistical_results: dict[str, CheckResult], name: st
     if result.status is Status.SKIPPED:
         pytest.skip(result.message)
     if not result.passed:
-        pytest.fail(result.message, pytrace=False)
+        pytest.fail(f"{name}: {result.message}", pytrace=False)

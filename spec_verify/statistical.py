@@ -904,17 +904,17 @@ def _result(
         f"{plan.family_alpha:g}"
     )
     if obs.problem:
-        status, message = Status.ERROR, f"{entry.check.name}: {obs.problem}"
+        status, message = Status.ERROR, obs.problem
     elif rejected:
         status = Status.FAILED
         message = (
-            f"{entry.check.name}: not the target (p={obs.pvalue:.3g} < Holm threshold "
+            f"not the target (p={obs.pvalue:.3g} < Holm threshold "
             f"{threshold:.3g}): {obs.summary}; {guarantee}"
         )
     else:
         status = Status.PASSED
         message = (
-            f"{entry.check.name}: consistent with the target (p={obs.pvalue:.3g} >= Holm "
+            f"consistent with the target (p={obs.pvalue:.3g} >= Holm "
             f"threshold {threshold:.3g}): {obs.summary}; {guarantee}"
         )
     return CheckResult(
