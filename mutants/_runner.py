@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import marshal
 import os
 import py_compile
 import secrets
@@ -24,7 +25,7 @@ import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
+from types import CodeType, TracebackType
 from typing import IO, Any
 
 from spec_verify.errors import SpecVerifyError
@@ -103,6 +104,18 @@ def worker_environment() -> dict[str, str]:
     return env
 
 
+def scratch_dir() -> str:
+    """Where run folders go: the temporary folder the user chose (``TMPDIR`` or
+    ``tempfile.tempdir``), else ``/dev/shm`` when it is a writable memory file system (a run
+    writes and deletes dozens of files), else the system's temporary folder."""
+    if os.environ.get("TMPDIR") or tempfile.tempdir is not None:
+        return tempfile.gettempdir()
+    shm = "/dev/shm"
+    if os.path.isdir(shm) and os.access(shm, os.W_OK | os.X_OK):
+        return shm
+    return tempfile.gettempdir()
+
+
 def _snapshot(*roots: Path) -> dict[str, tuple[int, int]]:
     out: dict[str, tuple[int, int]] = {}
     for root in roots:
@@ -165,6 +178,26 @@ class RunRequest:
     timeout: float
     order: Sequence[str] | None = None
     select: Sequence[str] | None = None
+    watch_files: bool = False  # list what the suite wrote (``RunOutcome.wrote``)
+    share_bytecode: bool = False  # later runs reuse the suite's rewritten bytecode
+
+
+def _retarget(code: CodeType, old: str, new: str) -> CodeType:
+    """``code`` (and the code nested in it) compiled at ``old`` as if compiled at ``new``."""
+    filename = code.co_filename
+    if filename.startswith(old):
+        filename = new + filename[len(old):]
+    consts = tuple(_retarget(c, old, new) if isinstance(c, CodeType) else c
+                   for c in code.co_consts)
+    return code.replace(co_filename=filename, co_consts=consts)
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    run: Path
+    job: dict[str, Any]
+    before: Mapping[str, tuple[int, int]] | None
+    share_bytecode: bool
 
 
 class RunPool:
@@ -190,10 +223,16 @@ class RunPool:
         self.root: Path | None = None
         self._worker: subprocess.Popen[bytes] | None = None
         self._log: IO[bytes] | None = None
-        self._runs: dict[str, tuple[Path, dict[str, tuple[int, int]]]] = {}
+        self._runs: dict[str, _Prepared] = {}
+        self._finished: list[Path] = []
+        self._pyc: dict[str, bytes] = {}  # sha256 of (file name, source) -> hash-checked pyc
+        # pytest's rewritten bytecode of the suite from one run: (its copy's path, relative
+        # pyc path -> bytes). pytest checks a pyc against its source's size and mtime, which
+        # the copies keep; the code's file names are moved to each run's copy.
+        self._bytecode: tuple[str, dict[str, bytes]] | None = None
 
     def __enter__(self) -> RunPool:
-        self.root = Path(tempfile.mkdtemp(prefix="spec-verify-grade-"))
+        self.root = Path(tempfile.mkdtemp(prefix="spec-verify-grade-", dir=scratch_dir()))
         self._log = open(self.root / "worker.log", "wb")
         self._worker = subprocess.Popen(
             [sys.executable, "-m", "spec_verify.mutants._worker"],
@@ -227,6 +266,8 @@ class RunPool:
             _remove(self.root)
             self.root = None
         self._runs.clear()
+        self._finished.clear()
+        self._pyc.clear()
 
     def preload(self, modules: Sequence[str]) -> None:
         """Have the worker import ``modules`` now, so that later runs start with them."""
@@ -247,22 +288,27 @@ class RunPool:
         pycs stay valid whatever the files' times)."""
         assert self.root is not None
         tag = sys.implementation.cache_tag
+        folders = {(lib / name).parent for name in sources}
+        if tag is not None:
+            folders |= {(lib / name).parent / "__pycache__" for name in sources
+                        if name.endswith(".py")}
+        for folder in sorted(folders):
+            folder.mkdir(parents=True, exist_ok=True)
         for name, text in sources.items():
             target = lib / name
-            target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(text, encoding="utf-8")
             if not name.endswith(".py") or tag is None:
                 continue
             key = hashlib.sha256(f"{name}\0{text}".encode()).hexdigest()
-            cached = self.root / "pyc" / f"{key}.pyc"
-            if not cached.exists():
+            compiled = self._pyc.get(key)
+            if compiled is None:
+                cached = self.root / "pyc" / f"{key}.pyc"
                 with contextlib.suppress(py_compile.PyCompileError, OSError):
                     py_compile.compile(str(target), cfile=str(cached), doraise=True,
                                        invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH)
-            if cached.exists():
-                pyc = target.parent / "__pycache__" / f"{target.stem}.{tag}.pyc"
-                pyc.parent.mkdir(exist_ok=True)
-                shutil.copyfile(cached, pyc)
+                    compiled = self._pyc[key] = cached.read_bytes()
+            if compiled is not None:
+                (target.parent / "__pycache__" / f"{target.stem}.{tag}.pyc").write_bytes(compiled)
 
     @property
     def running(self) -> int:
@@ -270,6 +316,40 @@ class RunPool:
 
     def submit(self, request: RunRequest) -> str:
         """Start a run of the suite; returns the run's token."""
+        return self._start(self._prepare(request))
+
+    def _start(self, prepared: _Prepared) -> str:
+        self._send(prepared.job)
+        token = str(prepared.job["token"])
+        self._runs[token] = prepared
+        return token
+
+    def _harvest_bytecode(self, run: Path) -> None:
+        copy = run / self.suite_name
+        found: dict[str, bytes] = {}
+        for pyc in copy.rglob("__pycache__/*-pytest-*.pyc"):
+            with contextlib.suppress(OSError):
+                found[pyc.relative_to(copy).as_posix()] = pyc.read_bytes()
+        self._bytecode = (str(copy), found)
+
+    def _plant_bytecode(self, copy: Path) -> None:
+        if self._bytecode is None:
+            return
+        old, found = self._bytecode
+        for relative, data in found.items():
+            target = copy / relative
+            if not target.parent.parent.is_dir():
+                continue
+            try:
+                code = marshal.loads(data[16:])
+                moved = data[:16] + marshal.dumps(_retarget(code, old, str(copy)))
+            except (ValueError, EOFError, TypeError):
+                continue  # not a pyc we understand: pytest will rewrite the module itself
+            target.parent.mkdir(exist_ok=True)
+            target.write_bytes(moved)
+
+    def _prepare(self, request: RunRequest) -> _Prepared:
+        """Build the run's folder (the worker is not told yet)."""
         sources = request.sources
         if self.root is None:
             raise WorkerError("the run pool is not started (use it as a context manager)")
@@ -290,18 +370,18 @@ class RunPool:
         for name in ("home", "tmp"):
             (run / name).mkdir()
         (run / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
-        before = _snapshot(copy, run / "home", run / "tmp")
-        token = secrets.token_hex(8)
+        self._plant_bytecode(copy)
+        before = _snapshot(copy, run / "home", run / "tmp") if request.watch_files else None
         select = self.select if request.select is None else tuple(request.select)
-        job = {"token": token, "run_dir": str(run), "suite_name": self.suite_name,
+        job = {"token": secrets.token_hex(8), "run_dir": str(run), "suite_name": self.suite_name,
                "args": [*request.args, *select], "timeout": request.timeout,
-               "order": list(request.order) if request.order else None}
-        self._send(job)
-        self._runs[token] = (run, before)
-        return token
+               "order": list(request.order) if request.order else None,
+               "share_bytecode": request.share_bytecode}
+        return _Prepared(run, job, before, request.share_bytecode)
 
-    def next_done(self) -> tuple[str, RunOutcome]:
-        """Block until a run ends; its token and outcome."""
+    def next_done(self, keep: bool = False) -> tuple[str, RunOutcome]:
+        """Block until a run ends; its token and outcome. The run's folder is deleted, or
+        with ``keep`` left for ``discard_finished`` (to delete while other runs go on)."""
         if self._worker is None or self._worker.stdout is None:
             raise WorkerError("the run pool is not started")
         line = self._worker.stdout.readline()
@@ -310,17 +390,30 @@ class RunPool:
             raise WorkerError(f"the grader's worker process ended unexpectedly:\n{log}")
         reply = json.loads(line)
         token = str(reply["token"])
-        run, before = self._runs.pop(token)
-        return token, self._outcome(run, before, reply)
+        prepared = self._runs.pop(token)
+        run = prepared.run
+        outcome = self._outcome(run, prepared.before, reply)
+        if prepared.share_bytecode:
+            self._harvest_bytecode(run)
+        if keep:
+            self._finished.append(run)
+        else:
+            _remove(run)
+        return token, outcome
 
-    def _outcome(self, run: Path, before: Mapping[str, tuple[int, int]],
+    def discard_finished(self) -> None:
+        """Delete the folders of runs read with ``keep``."""
+        while self._finished:
+            _remove(self._finished.pop())
+
+    def _outcome(self, run: Path, before: Mapping[str, tuple[int, int]] | None,
                  reply: Mapping[str, Any]) -> RunOutcome:
-        copy = run / self.suite_name
-        after = _snapshot(copy, run / "home", run / "tmp")
-        wrote = tuple(sorted(p for p, v in after.items() if before.get(p) != v))
+        wrote: tuple[str, ...] = ()
+        if before is not None:
+            after = _snapshot(run / self.suite_name, run / "home", run / "tmp")
+            wrote = tuple(sorted(p for p, v in after.items() if before.get(p) != v))
         data = _parse(run / "outcome.json") or {}
         output = _read_text(run / "output.txt", _OUTPUT_TAIL)
-        _remove(run)
         durations = data.get("durations", {})
 
         def count(key: str) -> int:
@@ -340,13 +433,23 @@ class RunPool:
 
     def run_all(self, jobs: int, runs: Sequence[RunRequest]) -> Iterator[tuple[int, RunOutcome]]:
         """Run the requests ``jobs`` at a time, in the given order; yields ``(index, outcome)``
-        as runs end."""
+        as runs end. The next run's folder is built, and finished ones deleted, while runs go
+        on, so a slot is refilled as soon as it frees."""
         index_by_token: dict[str, int] = {}
         queue = list(enumerate(runs))
         queue.reverse()
-        while queue or index_by_token:
-            while queue and len(index_by_token) < max(1, jobs):
+        ready: tuple[int, _Prepared] | None = None
+        while queue or ready or index_by_token:
+            while (queue or ready) and len(index_by_token) < max(1, jobs):
+                if ready is None:
+                    index, request = queue.pop()
+                    ready = (index, self._prepare(request))
+                index_by_token[self._start(ready[1])] = ready[0]
+                ready = None
+            if queue and ready is None:
                 index, request = queue.pop()
-                index_by_token[self.submit(request)] = index
-            token, outcome = self.next_done()
+                ready = (index, self._prepare(request))
+            self.discard_finished()
+            token, outcome = self.next_done(keep=True)
             yield index_by_token.pop(token), outcome
+        self.discard_finished()

@@ -40,7 +40,7 @@ import random
 import signal
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 from pathlib import Path
 
@@ -162,7 +162,9 @@ def pytest_arguments(exitfirst: bool) -> list[str]:
     if _has_hypothesis_plugin():
         args.append("--hypothesis-seed=0")
     if exitfirst:
-        args.append("-x")
+        # Later runs only need the first failure's test and message: one line per failure
+        # (the clean run keeps full tracebacks, they are what a student reads).
+        args += ["-x", "--tb=line"]
     return args
 
 
@@ -311,7 +313,8 @@ def grade(
     say = progress or (lambda line: None)
 
     with RunPool(suite, select) as pool:
-        pool.submit(RunRequest(sources, pytest_arguments(exitfirst=False), clean_timeout))
+        pool.submit(RunRequest(sources, pytest_arguments(exitfirst=False), clean_timeout,
+                               watch_files=True, share_bytecode=True))
         _, clean = pool.next_done()
         say(f"clean run: {clean.passed} passed, {len(clean.failures)} failed "
             f"in {clean.seconds:.2f} s")
@@ -406,7 +409,7 @@ def run_mutants(
     out: dict[str | None, RunOutcome] = {}
     with RunPool(suite) as pool:
         # The first run alone, then the worker preloads what it imported (as ``grade`` does).
-        pool.submit(runs[0])
+        pool.submit(replace(runs[0], share_bytecode=True))
         _, out[ids[0]] = pool.next_done()
         pool.preload(out[ids[0]].modules)
         for index, outcome in pool.run_all(jobs or _default_jobs(), runs[1:]):

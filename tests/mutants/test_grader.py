@@ -233,6 +233,14 @@ def test_a_single_test_file_is_a_suite():
     assert [m.state for m in result.mutants] == [MutantState.KILLED, MutantState.SURVIVED]
 
 
+@pytest.mark.parametrize("dont_write", ["1", ""], ids=["no-bytecode", "bytecode"])
+def test_later_runs_see_their_own_code_paths(monkeypatch, dont_write):
+    # With bytecode writing on, later runs reuse the clean run's rewritten bytecode, moved.
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", dont_write)
+    result = grade(SUITES / "code_paths", mutants=["s05"], decoys=1)
+    assert result.graded, (result.reason, result.clean_failures)
+
+
 def test_a_suite_using_the_plugin_fixture_is_graded_the_same_way():
     result = grade(SUITES / "plugin_fixture", mutants=["s05", "s06", "s10"], decoys=0)
     assert result.graded, result.reason
