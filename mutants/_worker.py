@@ -14,6 +14,10 @@ line on standard input and forks a child for it. The child, and only the child:
   run's copy of the reference source (``<run>/lib/reference``);
 - runs ``pytest.main`` with a recorder plugin, writes ``<run>/outcome.json`` and exits.
 
+Speed: each child starts warm (preloaded libraries, a frozen heap, a premade pytest config,
+pytest's rewritten bytecode of the suite from the first run), so a run costs pytest's session
+and the tests, not an interpreter start (``benchmarks/bench_grade.py``).
+
 The worker never learns which reference a run gets: a job names only a run folder (a random
 temporary path), pytest's arguments and a time limit, and the grader shuffles the runs. The
 clean run, the canary, the decoys and every mutant go through this same code path, so a suite
@@ -343,9 +347,10 @@ def main() -> int:
     # A child's exit wakes the loop at once through its pidfd (Linux >= 5.3); elsewhere the
     # loop polls every 5 ms.
     pidfds: dict[int, int] = {}  # pidfd -> pid
+    use_pidfds = hasattr(os, "pidfd_open")
 
     def wait_seconds() -> float | None:
-        if running and not hasattr(os, "pidfd_open"):
+        if running and not use_pidfds:
             return 0.005
         deadlines = [job["deadline"] for job in running.values() if not job["timed_out"]]
         return max(0.0, min(deadlines) - time.monotonic()) if deadlines else None
@@ -376,8 +381,11 @@ def main() -> int:
                 job["timed_out"] = False
                 pid = _fork(job, (requests, replies, *pidfds))
                 running[pid] = job
-                if hasattr(os, "pidfd_open"):
-                    pidfds[os.pidfd_open(pid)] = pid
+                if use_pidfds:
+                    try:
+                        pidfds[os.pidfd_open(pid)] = pid
+                    except OSError:  # a kernel without pidfds: poll from now on
+                        use_pidfds = False
         now = time.monotonic()
         for pid, job in running.items():
             if not job["timed_out"] and now > job["deadline"]:
