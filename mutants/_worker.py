@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import importlib
 import importlib.machinery
 import importlib.metadata
 import json
@@ -165,6 +166,15 @@ def _run_child(job: dict[str, Any]) -> int:
     if any(_is_reference(name) for name in sys.modules):
         raise RuntimeError("the worker imported the reference before forking")
     sys.meta_path.insert(0, _ReferenceFinder(str(run / "lib" / "reference")))
+    # Import it now: pytest puts its assertion-rewriting finder first on sys.meta_path, and in
+    # a regular install it claims every module of the spec_verify distribution (a pytest
+    # plugin), the installed reference included. A reference that cannot be imported is left
+    # for the suite's own import to report.
+    try:
+        importlib.import_module(PACKAGE)
+    except Exception:
+        for name in [n for n in sys.modules if _is_reference(n)]:
+            del sys.modules[name]
     import random
 
     random.seed(0)
