@@ -58,3 +58,9 @@ def test_the_reference_is_not_replaced_in_the_grader_process():
     assert sys.modules.get("spec_verify.reference") is before
     assert not any(name.startswith("spec_verify.reference.") and name not in sys.modules
                    for name in list(sys.modules))
+
+
+def test_a_finder_that_claims_the_installed_reference_comes_too_late():
+    # pytest's rewriting finder does this in a regular install; the run's copy is imported first.
+    result = grade(SUITES / "claimed_reference", mutants=["s01"], decoys=0)
+    assert result.graded, (result.reason, result.clean_failures)

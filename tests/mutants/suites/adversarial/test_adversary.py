@@ -17,7 +17,7 @@ from pathlib import Path
 
 import spec_verify.reference as ref
 
-SIGN = re.compile(r"mutant|\bs\d\d\b|_s\d\d", re.IGNORECASE)
+SIGN = re.compile(r"mutant|\bs(?:0[1-9]|1\d|2[0-4])\b", re.IGNORECASE)
 
 
 def _reference_modules():
@@ -27,9 +27,10 @@ def _reference_modules():
 
 def _fingerprint():
     run = str(Path.cwd().parent)
+    root = str(Path.cwd().parent.parent)
 
-    def norm(value):
-        return str(value).replace(run, "<RUN>")
+    def norm(value):  # the random temporary names are no sign of anything
+        return str(value).replace(run, "<RUN>").replace(root, "<ROOT>")
 
     modules = {}
     for name, module in _reference_modules().items():
