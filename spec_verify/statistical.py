@@ -136,10 +136,6 @@ def _floats(dist: Sequence[Fraction]) -> NDArray[np.float64]:
     return np.array([float(v) for v in dist], dtype=np.float64)
 
 
-def _support(dist: Sequence[float | Fraction]) -> list[int]:
-    return [i for i, v in enumerate(dist) if v > 0]
-
-
 def _choose(rng: np.random.Generator, probs: NDArray[np.float64], size: int) -> NDArray[np.intp]:
     """``size`` token ids drawn from ``probs`` (renormalised: float rows sum to 1 +- 1e-16)."""
     return rng.choice(len(probs), size=size, p=probs / probs.sum())
