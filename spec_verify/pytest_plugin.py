@@ -26,6 +26,7 @@ session nothing when its options are not used.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import zlib
 from collections.abc import Callable, Generator
@@ -136,6 +137,7 @@ def _load_profile(config: pytest.Config) -> str:
     """Register the profiles and load the chosen one; an explicit choice of another profile
     (``--hypothesis-profile`` or one loaded by a conftest) is left alone."""
     from hypothesis import HealthCheck, settings
+    from hypothesis.errors import InvalidArgument
 
     profiles = {
         "dev": settings(
@@ -156,7 +158,7 @@ def _load_profile(config: pytest.Config) -> str:
     for name, profile in profiles.items():
         try:
             settings.get_profile(name)
-        except Exception:  # not registered yet (Hypothesis raises InvalidArgument)
+        except InvalidArgument:  # not registered yet; a user's own "dev" or "ci" is kept
             settings.register_profile(name, profile)
     chosen = config.getoption("--spec-hypothesis-profile")
     current = settings.get_current_profile_name()
@@ -284,9 +286,9 @@ def _target(item: pytest.Item) -> str:
     """How to name the test on a command line: ``--pyargs`` for the built-in modules."""
     _, _, rest = item.nodeid.partition("::")
     path = Path(str(item.path))
-    from . import properties
-
-    if path.parent == Path(properties.__file__).parent:
+    spec = importlib.util.find_spec("spec_verify.properties")
+    builtin = spec is not None and spec.origin is not None and Path(spec.origin).parent
+    if path.parent == builtin:
         return f"--pyargs 'spec_verify.properties.{path.stem}::{rest}'"
     try:
         shown = os.path.relpath(path, config_dir(item.config))
