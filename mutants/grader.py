@@ -9,8 +9,10 @@ Run phases, in order (ARCHITECTURE.md):
    the grade is 0 and the report shows the failing tests. Its time sets the time limit of
    every later run (``max(min_timeout, timeout_factor x clean)``) and its per-test durations
    the order of later runs (fastest tests first: with ``-x`` a mutant dies at its first failure).
+   The worker then preloads the modules the clean run imported (never the reference) and later
+   runs reuse pytest's rewritten bytecode of the suite, so each starts warm.
 3. **Canary, decoys and mutants**, shuffled into one random order and run ``jobs`` at a time,
-   each in its own process with ``-x``:
+   each in its own process with ``-x`` (and one-line tracebacks):
    - the **canary** (every function of the reference raises) must make the suite fail, else
      the suite tests nothing (grade 0);
    - each **decoy** is one more clean run, indistinguishable from a mutant run: it must pass,
