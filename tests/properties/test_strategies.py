@@ -19,7 +19,11 @@ from spec_verify.reference import (
 
 QUICK = settings(deadline=None, max_examples=40, suppress_health_check=[HealthCheck.too_slow])
 FIND = settings(
-    deadline=None, max_examples=2000, database=None, suppress_health_check=list(HealthCheck)
+    deadline=None,
+    max_examples=2000,
+    database=None,
+    derandomize=True,
+    suppress_health_check=list(HealthCheck),
 )
 
 
