@@ -6,7 +6,10 @@
 - ``eos_stop_budget``: generation ends at the first EOS (not emitted), cuts the text before a
   stop string, and never exceeds ``max_tokens``, whatever ``k``;
 - ``logprobs``: the reported log-probabilities are the target's own (one fresh full pass), and
-  at temperature 0 equal plain generation's.
+  at temperature 0 equal plain generation's;
+- ``drafts``: the n-gram draft follows its model (greedy ids are the argmax chain, sampled rows
+  are the model's distribution given the whole context) and the model draft's proposals equal
+  a fresh draft's greedy decoding while the context changes under it (its cache follows).
 """
 
 from __future__ import annotations
@@ -244,6 +247,69 @@ def _logprobs(kit: Kit, setup: Setup) -> CheckResult:
     )
 
 
+def _ngram_problem(kit: Kit, rng_seed: int) -> str | None:
+    V = 6
+    corpus = [[(3 * i * i + j) % V for i in range(40)] for j in range(3)]
+    lm = kit.NGramLM(3, V).train(corpus)
+    for ctx in ([1, 2, 3], [0], [5, 4, 4, 2, 0, 1]):
+        ids, probs = kit.NGramDraft(lm).propose(ctx, 5, None)
+        chain = list(ctx)
+        for token in ids:
+            best = max(range(V), key=lambda t, c=list(chain): (lm.logprobs(c)[t], -t))
+            if token != best:
+                return (
+                    f"n-gram draft after {ctx}: greedy id {token} at {chain[len(ctx) :]} is "
+                    f"not the model's argmax {best}"
+                )
+            chain.append(token)
+        ids, probs = kit.NGramDraft(lm).propose(ctx, 5, kit.request_rng(rng_seed))
+        chain = list(ctx)
+        for i, token in enumerate(ids):
+            want = [math.exp(v) for v in lm.logprobs(chain)]
+            row = [float(v) for v in probs[i]]
+            if any(abs(a - b) > 1e-9 for a, b in zip(row, want, strict=True)):
+                return (
+                    f"n-gram draft after {chain}: sampled row {[round(v, 4) for v in row]} "
+                    f"is not the model's distribution {[round(v, 4) for v in want]}"
+                )
+            chain.append(token)
+    return None
+
+
+def _model_draft_problem(kit: Kit, setup: Setup) -> str | None:
+    V = setup.tok.vocab_size
+
+    def make() -> Any:
+        return kit.AttentionLM(vocab_size=V, d_model=16, n_layers=1, n_heads=2, seed=3)
+
+    draft = kit.ModelDraft(make())
+    ctx = list(setup.prompt)
+    for step in range(10):
+        ids, _ = draft.propose(ctx, 4, None)
+        fresh, _ = kit.ModelDraft(make()).propose(ctx, 4, None)
+        if list(ids) != list(fresh):
+            return (
+                f"model draft, round {step}: proposed {list(ids)} after a changed context, "
+                f"a fresh draft proposes {list(fresh)}: its cache does not follow"
+            )
+        keep = step % (len(ids) + 1)  # keep a prefix, then a token of the target's own
+        ctx = ctx + list(ids[:keep]) + [1 + (step * 7) % (V - 1)]
+    return None
+
+
+def _drafts(kit: Kit, setup: Setup, seed: int) -> CheckResult:
+    start = time.perf_counter()
+    failure = _ngram_problem(kit, seed) or _model_draft_problem(kit, setup)
+    return _result(
+        "drafts",
+        failure,
+        16,
+        "the n-gram draft follows its model (argmax chain, sampled rows) and the model draft's "
+        "proposals equal fresh greedy decoding as the context changes",
+        start,
+    )
+
+
 def run_generation_tier(
     impl: Any,
     *,
@@ -251,7 +317,7 @@ def run_generation_tier(
     quick: bool = False,
     progress: Progress | None = None,
 ) -> list[CheckResult]:
-    """The generation tier's four checks (nothing when the implementation has no generation)."""
+    """The generation tier's five checks (nothing when the implementation has no generation)."""
     kit = kit_for(impl)
     if kit is None:
         return [CheckResult("generation", "all", Status.SKIPPED, "no speculative_generate offered")]
@@ -261,6 +327,7 @@ def run_generation_tier(
         ("stats", lambda: _stats(kit, cases)),
         ("eos_stop_budget", lambda: _eos_stop_budget(kit, cases[1])),
         ("logprobs", lambda: _logprobs(kit, cases[1])),
+        ("drafts", lambda: _drafts(kit, cases[1], seed)),
     ]
     results = []
     for name, check in checks:
