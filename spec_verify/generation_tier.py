@@ -255,7 +255,8 @@ def _ngram_problem(kit: Kit, rng_seed: int) -> str | None:
         ids, probs = kit.NGramDraft(lm).propose(ctx, 5, None)
         chain = list(ctx)
         for token in ids:
-            best = max(range(V), key=lambda t, c=list(chain): (lm.logprobs(c)[t], -t))
+            logprobs = [float(v) for v in lm.logprobs(chain)]
+            best = logprobs.index(max(logprobs))  # ties to the lowest id
             if token != best:
                 return (
                     f"n-gram draft after {ctx}: greedy id {token} at {chain[len(ctx) :]} is "
