@@ -41,11 +41,11 @@ def test_the_planted_bug_fails_naming_the_property_and_the_example() -> None:
 
 def test_the_same_seed_explores_the_same_examples() -> None:
     impl = load_implementation(ACCEPT_ALL)
-    run = lambda: (
-        run_property_tier(
-            impl, max_examples=30, seed=5, properties=["no_zero_probability_tokens"]
-        )[0].message
-    )
+
+    def run() -> str:
+        only = ["no_zero_probability_tokens"]
+        return run_property_tier(impl, max_examples=30, seed=5, properties=only)[0].message
+
     assert run() == run()
 
 
