@@ -1,0 +1,30 @@
+"""The package's faces: sorted ``__all__`` that names what exists, and a light top level."""
+
+from __future__ import annotations
+
+import importlib
+import subprocess
+import sys
+
+import pytest
+
+PACKAGES = ["spec_verify", "spec_verify.reference", "spec_verify.properties", "spec_verify.mutants"]
+
+
+def isort_style(name: str) -> tuple[int, str]:
+    """ruff's RUF022 order: CONSTANTS, then CamelCase, then the rest, each alphabetical."""
+    return (0 if name.isupper() else 1 if name[0].isupper() else 2, name)
+
+
+@pytest.mark.parametrize("name", PACKAGES)
+def test_all_is_sorted_and_names_what_exists(name):
+    module = importlib.import_module(name)
+    assert list(module.__all__) == sorted(module.__all__, key=isort_style)
+    for attribute in module.__all__:
+        assert hasattr(module, attribute), f"{name}.{attribute}"
+
+
+def test_importing_the_reference_does_not_import_scipy_or_sympy():
+    code = "import sys, spec_verify.reference; print(sorted(m for m in ('scipy', 'sympy', 'hypothesis') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
