@@ -25,6 +25,9 @@ def test_all_is_sorted_and_names_what_exists(name):
 
 
 def test_importing_the_reference_does_not_import_scipy_or_sympy():
-    code = "import sys, spec_verify.reference; print(sorted(m for m in ('scipy', 'sympy', 'hypothesis') if m in sys.modules))"
+    code = (
+        "import sys, spec_verify.reference; "
+        "print(sorted(m for m in ('scipy', 'sympy', 'hypothesis') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
