@@ -29,24 +29,42 @@ result therefore says: *with breakpoints each within GUARD of the implementation
 output distribution is exactly this* (for an exact implementation: exactly the target, up to
 the rounding of its breakpoints, which no float implementation can avoid).
 
-Leaf audits. A node's probes hold the later draws at one value (``DEFAULT_UNIFORM``), which
-can hide how a draw is used: an implementation that draws ``u_resample`` before ``u_accept``
-(mutant s04) looks, with the later ``u_accept`` kept, as if its first draw did nothing. So at
-every leaf the enumerator moves each draw to both guarded edges of its cell, the others fixed at
-the leaf's values (a star check), and requires the same outcome. While every node followed the
-contract's order and each multi-cell role changed the outcome across each of its boundaries,
-only the draws that showed no effect (unused ones, one-cell acceptances) are audited; after any
-departure, every draw at every leaf is. A failed audit locates the breakpoints along that draw
+Leaf audits (what is audited). A node's probes hold the later draws at one value
+(``DEFAULT_UNIFORM``), and a leaf holds every draw at the middle of its cell; neither shows a
+use of a draw that only matters once the later draws have left those values: an implementation
+that draws ``u_resample`` before ``u_accept`` (mutant s04) looks, with the later ``u_accept``
+kept, as if its first draw did nothing, and one that also reads ``u_accept[0]`` when the bonus
+lands on a given token changes nothing at the node of ``u_accept[0]``, whose keep and reject
+cells already differ there. So at every leaf the enumerator moves *every* draw, one at a time,
+to both guarded edges of its cell, the others fixed at the leaf's values (a star check), and
+requires the leaf's outcome (tokens and number of draws). No draw is exempt, whatever its node
+showed and whatever the draw order. A failed audit locates the breakpoints along that draw
 with the leaf's values, splits the draw's cell at its node, and explores again (all calls are
-cached, so a restart costs no calls).
+cached, so a restart costs no calls); where the split cell would be narrower than the guard
+band, the round is not provable.
 
-What a black box leaves open, stated plainly: the probes test, not exhaust, the assumption that
-each draw is compared against finitely many thresholds that depend on the cells of the other
-draws (each outcome of a draw occupies one interval of its cell, as for threshold tests and
-inverse-CDF sampling, in any draw order). Draws the implementation makes beyond what the
-contract predicts are followed like any other draw: as an unused draw with one cell ``[0, 1)``
-when five probes across it agree (and the leaf audits agree), else by locating their
-breakpoints.
+The model under which a pass is a proof. Along any one draw, the others fixed, the
+implementation compares the draw against finitely many thresholds that depend only on the
+cells (not the exact values) of the other draws, and each outcome occupies one interval of the
+draw's cell (threshold tests and inverse-CDF sampling, in any draw order, satisfy this). Then a
+leaf whose star check passes gives one outcome on the whole product of its guarded cells: move
+the draws from the leaf's point one at a time; each move keeps the other draws in their cells,
+so the moved draw's thresholds are the ones the audit tested, none inside its guarded cell. The
+probes test, not exhaust, this model (two thresholds both strictly inside one cell, on the same
+side of its middle, with the outcome back to the leaf's at the edge, would go unseen). Draws the
+implementation makes beyond what the contract predicts are followed like any other draw: as an
+unused draw with one cell ``[0, 1)`` when five probes across it agree (and the leaf audits
+agree), else by locating their breakpoints.
+
+What this costs, and why no sound method costs much less. Every leaf needs a call inside its
+box, and each of its ``d`` draws could carry a rule that only that leaf's box reveals (adv_evid,
+adv_hidden, adv_xor in tests/impls hide one, one and two). A set of ``n`` calls in the box,
+compared with the leaf, fixes ``n - 1`` parity conditions on which draws crossed a threshold; an
+XOR of threshold tests over a nonzero set of draws meeting them all exists while
+``n - 1 < d``. So any sound black-box method needs at least ``sum over leaves (d + 1)`` calls;
+this one makes up to ``2 d + 1`` per leaf less what the cache holds (the last draw's edges are
+its node's probes). A leaf where all ``k`` drafts are kept has ``2 k + 1`` draws, so
+``calls / (V (k + 1))`` grows with ``k``, about linearly (``benchmarks/bench_exact.py``).
 """
 
 from __future__ import annotations
@@ -55,7 +73,7 @@ import bisect
 import math
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any, Literal
 
@@ -370,7 +388,6 @@ class Draw:
     position: int
     cell: Cell
     uniform: float
-    evidenced: bool = False  # the outcome changed across every boundary of this draw's role
 
     @property
     def accepted(self) -> bool | None:
@@ -599,7 +616,6 @@ class _Explorer:
         self.notes: dict[str, int] = {}
         # breakpoints found by leaf audits, by the cells of the draws before them
         self.forced: dict[tuple[tuple[Fraction, Fraction], ...], list[Breakpoint]] = {}
-        self.full_audit = False  # set once the draws depart from the contract's order
         self.findings: list[str] = []  # what the leaf audits found (kept across restarts)
         self.roles: dict[tuple[str, int], Role] = {}
         points: set[Fraction] = set()
@@ -784,7 +800,7 @@ class _Explorer:
             if len(found) > limit:
                 raise _Abort("not_provable", f"draw {j}: more than {limit} breakpoints located",
                              script(lo))
-            queue[:0] = [Cell(cell.low, value, cell.label), Cell(value, cell.high, cell.label)]
+            queue[:0] = [replace(cell, high=value), replace(cell, low=value)]
         done.sort(key=lambda c: c.low)
         return done, found
 
@@ -828,11 +844,9 @@ class _Explorer:
         return Role("located", -1, "located", tuple(done))
 
     def note(self, text: str) -> None:
-        """Record a departure from the contract's order; from then on every leaf is audited."""
+        """Record a departure from the contract's order (reported; every leaf is audited
+        whatever the order)."""
         self.notes[text] = self.notes.get(text, 0) + 1
-        if not self.full_audit:
-            self.full_audit = True
-            raise _Restart
 
     def partition(self, path: tuple[Draw, ...]) -> Role:
         prefix = tuple(d.uniform for d in path)
@@ -872,32 +886,28 @@ class _Explorer:
         self.boundaries += len(cells) - 1
         mids = [float((cell.low + cell.high) / 2) for cell in cells]
         outs = [self.outcome((*script, u)) for u in mids]
-        evidenced = (
-            not forced and role.kind in _CONTRACT_KINDS and len(cells) > 1
-            and all(outs[i] != outs[i + 1] for i in range(len(outs) - 1))
-        )
-        if len(cells) > 1 and not evidenced and not forced and role.kind in _CONTRACT_KINDS:
-            # the contract's multi-cell roles always change the outcome across each boundary;
-            # one that does not hides how the draw is used: audit every draw at every leaf
+        if (
+            len(cells) > 1 and not forced and role.kind in _CONTRACT_KINDS
+            and any(outs[i] == outs[i + 1] for i in range(len(outs) - 1))
+        ):
+            # the contract's multi-cell roles change the outcome across each boundary; one
+            # that does not is used some other way (the leaf audits check how)
             self.note(f"draw {j} ({role.name}): the outcome does not change across every "
                       "boundary of its cells")
         for cell, middle in zip(cells, mids, strict=True):
-            draw = Draw(role.name, role.kind, role.position, cell, middle, evidenced)
-            self.explore((*path, draw))
+            self.explore((*path, Draw(role.name, role.kind, role.position, cell, middle)))
 
     def audit(self, path: tuple[Draw, ...], outcome: Outcome) -> None:
-        """Star check at a leaf: moving one draw inside its cell, the others fixed, must not
-        change the outcome. Draws whose role showed its effect at its node are skipped while
-        the order is the contract's (an unused draw, or a role whose cells all gave one
-        outcome, is audited at every leaf below it); after any departure, every draw is.
+        """Star check at a leaf: moving any one draw to either guarded edge of its cell, the
+        others fixed at the leaf's values, must not change the outcome. Every draw of every
+        leaf is checked, whatever its node showed: a draw whose cells changed the outcome there
+        (with the later draws at their defaults) may still be used again below it.
 
         A failed check locates the breakpoints along that draw, records them for the draw's
-        node, and restarts the exploration.
+        node, and restarts the exploration (every call is cached, so a restart is cheap).
         """
         uniforms = tuple(d.uniform for d in path)
         for j, draw in enumerate(path):
-            if draw.evidenced and not self.full_audit:
-                continue
             kind = "unused" if draw.kind == "unused" else ""
             points = self.probes(draw.cell, "")
             if points is None:  # pragma: no cover - cells this narrow never reach a leaf
@@ -923,7 +933,6 @@ class _Explorer:
                 f"the outcome when another draw differs: located "
                 f"{', '.join(str(b.value) for b in found)}"
             )
-            self.full_audit = True
             raise _Restart
 
 
@@ -943,7 +952,7 @@ def _split(cells: list[Cell], value: Fraction, guard: Fraction, j: int,
                     "cannot be told from rounding",
                     script,
                 )
-            out += [Cell(cell.low, value, cell.label), Cell(value, cell.high, cell.label)]
+            out += [replace(cell, high=value), replace(cell, low=value)]
         else:
             out.append(cell)
     return out

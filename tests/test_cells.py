@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import doctest
 import random
+from collections.abc import Callable
 from fractions import Fraction as F
 
 import pytest
@@ -324,3 +325,65 @@ def test_implementation_hints_are_snapped_to() -> None:
     e = enumerate_round(rule, SEED_ROUND)
     # accept threshold min(1, (p + 2q) / 3q) at x = 1: (1/4 + 1) / (3/2) = 5/6
     assert [(b.value, b.source) for b in e.located][:1] == [(F(5, 6), "known")]
+
+
+# -- hidden rules: planted where the node probes cannot see them ---------------------------------
+
+# each adv_* emits T - 1 instead of the last token T when every draft is kept and its rule holds
+# on draws the exploration has left behind; the share of those leaves' mass the rule moves:
+HIDDEN: dict[str, Callable[[Round], F]] = {
+    "adv_evid": lambda rnd: F(1, 20) / rnd.accept_probability(0),  # u_accept[0] < 1/20
+    "adv_hidden": lambda rnd: F(1, 4),  # u_resample[0] < 1/4
+    "adv_xor": lambda rnd: 2 * F(1, 4) * F(3, 4),  # exactly one of u_resample[0, 1] < 1/4
+}
+
+
+def full_support_round(seed: int, V: int, m: int) -> Round:
+    """Rows without zeros and drafts with p < q < 4 p: every hidden rule has mass to move,
+    and adv_evid's 1/20 lies well below the middle of the keep cell [0, p/q), where the leaves
+    hold ``u_accept[0]``."""
+    rng = random.Random(f"hidden/{seed}")
+
+    def row() -> tuple[F, ...]:
+        weights = [rng.randint(1, 20) for _ in range(V)]
+        return tuple(F(w, sum(weights)) for w in weights)
+
+    p_rows, q_rows = tuple(row() for _ in range(m + 1)), tuple(row() for _ in range(m))
+    ids = []
+    for p, q in zip(p_rows, q_rows):
+        over = [t for t in range(V) if p[t] < q[t] < 4 * p[t]]
+        ids.append(rng.choice(over) if over else rng.randrange(V))
+    return Round(p_rows, tuple(ids), q_rows)
+
+
+def hidden_distribution(name: str, rnd: Round) -> dict[tuple[int, ...], F]:
+    """What ``tests.impls.<name>`` emits, exactly: the target's rule with the hidden share of
+    the all-kept leaves ending in T moved to T - 1."""
+    out = dict(exact_verify(rnd.p_rows, rnd.draft_ids, rnd.q_rows))
+    T = rnd.V - 1
+    share = HIDDEN[name](rnd)
+    for key, value in list(out.items()):
+        if len(key) == rnd.m + 1 and key[-1] == T:
+            out[key] -= share * value
+            moved = (*key[:-1], T - 1)
+            out[moved] = out.get(moved, F(0)) + share * value
+    return {key: value for key, value in out.items() if value}
+
+
+@pytest.mark.parametrize(
+    ("name", "V", "m"),
+    [("adv_evid", 3, 1), ("adv_evid", 8, 2), ("adv_evid", 64, 4), ("adv_hidden", 3, 1),
+     ("adv_hidden", 8, 2), ("adv_hidden", 16, 3), ("adv_xor", 8, 2), ("adv_xor", 16, 3)],
+)
+def test_hidden_rules_are_measured_exactly(name: str, V: int, m: int) -> None:
+    rnd = full_support_round(V * 10 + m, V, m)
+    assert rnd.accept_probability(0) > F(1, 4)  # the leaves' u_accept[0] is above 1/8
+    e = enumerate_round(outside(name), rnd)
+    assert e.complete, e.reason
+    expected = hidden_distribution(name, rnd)
+    target = exact_verify(rnd.p_rows, rnd.draft_ids, rnd.q_rows)
+    assert expected != target  # the rule moves mass: a pass here would be a false proof
+    assert e.distribution == expected
+    threshold = F(1, 20) if name == "adv_evid" else F(1, 4)
+    assert threshold in {b.value for b in e.located}
+    assert any("changes the outcome when another draw differs" in n for n in e.notes)

@@ -255,3 +255,22 @@ def test_rounds_follow_the_models() -> None:
     assert rnd.history == models.context[models.prompt_len :]
     assert rnd.p_rows[1] == models.target((*models.context, 0))
     assert rnd.logits is not None and len(rnd.logits) == 3
+
+
+@pytest.mark.parametrize(
+    ("name", "case"),
+    [("adv_evid", "deterministic_drafts/7"), ("adv_evid", "k_positions/0"),
+     ("adv_hidden", "k_positions/0"), ("adv_xor", "k_positions/2")],
+)
+def test_hidden_rules_are_never_passed(name: str, case: str) -> None:
+    # each emits the token before the last when every draft is kept and a rule holds on draws
+    # the node probes cannot see (tests/impls/adv_*.py; test_cells measures each exactly):
+    # failed with the exact difference, never passed. deterministic_drafts/7 hides adv_evid's
+    # rule in an acceptance whose cells showed their effect at the node (once passed there)
+    result = prove_case(load(f"tests.impls.{name}"), named_case(case))
+    assert result.status is Status.FAILED, result.message
+    assert result.outcome is not None
+    diff = dict((key, d) for key, _, _, d in result.rows())[result.outcome]
+    assert diff > result.tolerance
+    assert f"(difference {diff})" in result.message
+    assert "the contract's rule emits" in result.message  # the witness departs from the rule
