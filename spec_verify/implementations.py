@@ -102,8 +102,11 @@ class PythonImplementation:
         self.capabilities = frozenset(k for k, v in offered.items() if v)
 
     def params(self, **fields: Any) -> Any:
-        """The module's own ``SamplingParams`` (tiers build parameters through this)."""
-        return self.module.SamplingParams(**fields)
+        """The module's own ``SamplingParams`` (tiers build parameters through this), or the
+        reference's when the module has none (it then takes the reference's params object)."""
+        from .reference import SamplingParams
+
+        return getattr(self.module, "SamplingParams", SamplingParams)(**fields)
 
     def verify_draft(
         self,
