@@ -61,6 +61,7 @@ def _random_case(seed: int, V: int) -> tuple[tuple[Fraction, ...], tuple[Fractio
 
 def _generation(max_tokens: int, k: int, seed: int) -> None:
     from .reference import (
+        DraftModel,
         ModelDraft,
         NGramDraft,
         PromptLookupDraft,
@@ -92,7 +93,7 @@ def _generation(max_tokens: int, k: int, seed: int) -> None:
             f"   {'draft':<14} {'passes':>6} {'tokens/pass':>11} {'acceptance':>10} "
             f"{'ms':>6}  same ids as plain"
         )
-        drafts = {
+        drafts: dict[str, DraftModel] = {
             "prompt-lookup": PromptLookupDraft(),
             "n-gram": NGramDraft(bundled_ngram()),
             "model": ModelDraft(bundled_draft_model()),

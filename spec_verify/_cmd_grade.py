@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 __all__ = ["register", "run"]
@@ -70,9 +71,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"spec-verify grade: error: {error}", file=sys.stderr)
         return 2
     print(terminal_report(result), end="")
-    writers = ((args.json, lambda: json.dumps(mutation_testing_report(result), indent=2)),
-               (args.gradescope, lambda: json.dumps(gradescope_results(result), indent=2)),
-               (args.junit, lambda: junit_xml(result)))
+    writers: tuple[tuple[str | None, Callable[[], str]], ...] = (
+        (args.json, lambda: json.dumps(mutation_testing_report(result), indent=2)),
+        (args.gradescope, lambda: json.dumps(gradescope_results(result), indent=2)),
+        (args.junit, lambda: junit_xml(result)),
+    )
     for target, render in writers:
         if target:
             Path(target).write_text(render() + ("" if target == args.junit else "\n"),
