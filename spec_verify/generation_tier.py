@@ -39,10 +39,19 @@ def rollback_problem(
         return f"the first pass {call_log[0]} does not start with the prompt at position 0"
     expected_start, pending = 0, len(prompt)
     for number, (start, chunk) in enumerate(call_log):
-        if start != expected_start:
+        if start > expected_start:
             return (
                 f"pass {number} starts at position {start}, but the kept length is "
                 f"{expected_start}: rejected drafts were left in the cache"
+            )
+        if start < expected_start:
+            # The kept length is read off the output: a draft equal to the token emitted at
+            # its position counts as kept, so this is either a cache cut too short or a
+            # replacement equal to the rejected draft (which the residual never allows).
+            return (
+                f"pass {number} starts at position {start}, before the kept length "
+                f"{expected_start} read off the output: the cache was truncated too far, or the "
+                "token emitted after a rejection repeats the rejected draft"
             )
         if list(chunk[:pending]) != context[start : start + pending]:
             return f"pass {number} does not feed the pending token first ({list(chunk)})"
