@@ -30,6 +30,7 @@ from spec_verify._drive import (
     module_attr,
 )
 from spec_verify.errors import ImplementationError
+from spec_verify.generation_tier import rollback_problem
 from spec_verify.implementations import Implementation
 
 from .strategies import GenerationCase, VerifyCase
@@ -454,25 +455,9 @@ def check_cache_holds_kept_positions(impl: Implementation, case: GenerationCase)
     tok, make_target = _setup(case)
     target = make_target()
     out = _speculative(name, impl, case, target, tok, make_target=make_target)
-    context = [*case.prompt, *(int(t) for t in out.ids)]
-    expected_start, pending = 0, len(case.prompt)
-    for number, (start, chunk) in enumerate(target.call_log):
-        where = f"pass {number} (start {start}, chunk {list(chunk)}), output {list(out.ids)}"
-        if start != expected_start:
-            _fail(name, f"{where}: started at {start}, but {expected_start} positions are kept")
-        if list(chunk[:pending]) != context[start : start + pending]:
-            _fail(
-                name,
-                f"{where}: the pass must first score the pending token(s) "
-                f"{context[start : start + pending]}",
-            )
-        kept = 0
-        for i, token in enumerate(chunk[pending:]):
-            if start + pending + i < len(context) and context[start + pending + i] == token:
-                kept += 1
-            else:
-                break
-        expected_start, pending = start + pending + kept, 1
+    problem = rollback_problem(target.call_log, case.prompt, [int(t) for t in out.ids])
+    if problem is not None:
+        _fail(name, f"{problem} (output {list(out.ids)})")
 
 
 def check_greedy_speculative_equals_plain(impl: Implementation, case: GenerationCase) -> None:

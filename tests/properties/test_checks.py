@@ -293,7 +293,7 @@ PLANTED = [
         "cache_holds_kept_positions",
         "mutant:s20",
         lambda impl: checks.check_cache_holds_kept_positions(impl, SAMPLED),
-        "positions are kept",
+        "the kept length is",
     ),
     (
         "greedy_speculative_equals_plain",
