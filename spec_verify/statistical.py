@@ -30,6 +30,7 @@ gives the sample sizes without drawing anything.
 
 from __future__ import annotations
 
+import abc
 import math
 import numbers
 import time
@@ -94,7 +95,7 @@ class _Sampler:
 
 
 @dataclass(frozen=True)
-class StatisticalCheck:
+class StatisticalCheck(abc.ABC):
     """A check of the tier: what it samples, its exact expected law, what it needs.
 
     Subclasses define ``probabilities`` (outcome -> exact probability, the target's law of the
@@ -107,19 +108,19 @@ class StatisticalCheck:
     needs = "verify_draft"  # the capability an implementation must offer
     test = "G-test"
 
+    @abc.abstractmethod
     def probabilities(self) -> dict[Outcome, float]:
         """Every outcome the check can see, with its exact probability under the target.
 
         Outcomes of probability 0 may be listed (they are plotted); any outcome that is not
         listed has probability 0.
         """
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def start(
         self, impl: Implementation, harness: np.random.Generator, seeds: np.random.SeedSequence
     ) -> _Sampler:
         """A sampler of i.i.d. outcomes; ``harness`` draws the drafts, ``seeds`` seeds ``impl``."""
-        raise NotImplementedError
 
     def label(self, outcome: Outcome) -> str:
         """How an outcome is named in reports and plots."""
