@@ -60,24 +60,16 @@ def _random_case(seed: int, V: int) -> tuple[tuple[Fraction, ...], tuple[Fractio
 
 
 def _generation(max_tokens: int, k: int, seed: int) -> None:
-    from .reference import (
-        DraftModel,
-        ModelDraft,
-        NGramDraft,
-        PromptLookupDraft,
-        SamplingParams,
-        generate,
-        speculative_generate,
-    )
+    from .reference import SamplingParams, generate, speculative_generate
     from .reference.bundled import (
-        bundled_draft_model,
-        bundled_ngram,
+        BUNDLED_PROMPT,
+        bundled_drafts,
         bundled_target,
         bundled_tokenizer,
     )
 
     tok = bundled_tokenizer()
-    prompt = tok.encode("the cat sat on the mat. the dog sat on the log. the cat")
+    prompt = tok.encode(BUNDLED_PROMPT)
     print(f"\n== speculative generation on the bundled attention model (k = {k})")
     print(f"   prompt: {tok.decode(prompt)!r}")
     for label, temperature in (("greedy", 0.0), ("sampled, temperature 1", 1.0)):
@@ -93,12 +85,7 @@ def _generation(max_tokens: int, k: int, seed: int) -> None:
             f"   {'draft':<14} {'passes':>6} {'tokens/pass':>11} {'acceptance':>10} "
             f"{'ms':>6}  same ids as plain"
         )
-        drafts: dict[str, DraftModel] = {
-            "prompt-lookup": PromptLookupDraft(),
-            "n-gram": NGramDraft(bundled_ngram()),
-            "model": ModelDraft(bundled_draft_model()),
-        }
-        for name, draft in drafts.items():
+        for name, draft in bundled_drafts().items():
             start = time.perf_counter()
             out = speculative_generate(bundled_target(), draft, tok, prompt, p, k=k)
             ms = (time.perf_counter() - start) * 1e3
