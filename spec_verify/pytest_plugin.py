@@ -7,7 +7,7 @@ Options (one ``spec-verify`` group, all prefixed ``--spec-``):
 - ``--spec-seed=N``: the root seed of every seeded generator the fixtures give (default 0, so a
   run is reproducible; the report header prints it);
 - ``--spec-hypothesis-profile={dev,ci}``: the Hypothesis profile (``ci`` is derandomized and
-  is chosen when the ``CI`` environment variable is set, ``dev`` otherwise);
+  is chosen when Hypothesis detects a CI service, e.g. ``CI`` is set, ``dev`` otherwise);
 - ``--spec-alpha``, ``--spec-delta``, ``--spec-power``, ``--spec-sequential``: the statistical
   tier's family-wise false-alarm rate, detectable distance, power and early stopping.
 
@@ -133,20 +133,37 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_PROFILE_KEY] = _load_profile(config)
 
 
+def _in_ci() -> bool:
+    """The CI test Hypothesis itself uses (``CI`` set to anything, ``GITHUB_ACTIONS``, ...), so
+    that the two never disagree; ``CI`` alone where that function is unavailable."""
+    try:
+        from hypothesis._settings import is_in_ci
+    except ImportError:  # a Hypothesis without the helper
+        return "CI" in os.environ
+    return bool(is_in_ci())
+
+
 def _load_profile(config: pytest.Config) -> str:
     """Register the profiles and load the chosen one; an explicit choice of another profile
     (``--hypothesis-profile`` or one loaded by a conftest) is left alone."""
     from hypothesis import HealthCheck, settings
     from hypothesis.errors import InvalidArgument
 
+    # Both profiles derive from Hypothesis's "default" profile, not from whatever profile is
+    # loaded now: under CI Hypothesis has already loaded its own derandomized "ci" profile, and
+    # a "dev" built on top of it would silently be derandomized too.
+    base = settings.get_profile("default")
     profiles = {
         "dev": settings(
+            base,
             max_examples=50,
+            derandomize=False,
             deadline=None,
             print_blob=True,
             suppress_health_check=[HealthCheck.too_slow],
         ),
         "ci": settings(
+            base,
             max_examples=100,
             derandomize=True,
             database=None,
@@ -165,7 +182,7 @@ def _load_profile(config: pytest.Config) -> str:
     if chosen is None:
         if config.getoption("--hypothesis-profile", None) or current != "default":
             return current
-        chosen = "ci" if os.environ.get("CI") else "dev"
+        chosen = "ci" if _in_ci() else "dev"
     settings.load_profile(chosen)
     return str(chosen)
 
