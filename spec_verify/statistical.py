@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ._drive import implementation_rng, make_params, module_attr
+from ._drive import SampledVerifier, VerifyRequest, make_params, module_attr
 from .binomial import acceptance_rate_test
 from .errors import ImplementationError, InvalidArgument
 from .gof import g_test
@@ -183,8 +183,7 @@ class FirstTokenCheck(StatisticalCheck):
     ) -> _Sampler:
         V = len(self._row)
         rows = np.vstack([self._row, self._row])  # the bonus row never reaches the 1st token
-        p = make_params(impl, **self.params)
-        rng = implementation_rng(impl, seeds)
+        verify = SampledVerifier(impl, make_params(impl, **self.params), seeds)
         q = None if self.draft is None else _floats(self.draft).reshape(1, V)
         history, prompt = list(self.history), list(self.prompt)
         calls = 0
@@ -196,7 +195,8 @@ class FirstTokenCheck(StatisticalCheck):
             else:
                 xs = [int(x) for x in _choose(harness, q[0], count)]
             calls += count
-            return [impl.verify_draft(rows, [x], q, p, history, rng, prompt)[0][0] for x in xs]
+            rounds = verify([VerifyRequest(rows, [x], q, history, prompt) for x in xs])
+            return [emitted[0] for emitted, _ in rounds]
 
         return _Sampler(draw)
 
@@ -229,12 +229,12 @@ class AcceptanceRateCheck(StatisticalCheck):
         row = _logits_from(self.target)
         rows = np.vstack([row, row])
         q = _floats(self.draft).reshape(1, -1)
-        p = make_params(impl)
-        rng = implementation_rng(impl, seeds)
+        verify = SampledVerifier(impl, make_params(impl), seeds)
 
         def draw(count: int) -> list[Outcome]:
             xs = _choose(harness, q[0], count)
-            return [impl.verify_draft(rows, [int(x)], q, p, [], rng)[1] for x in xs]
+            rounds = verify([VerifyRequest(rows, [int(x)], q) for x in xs])
+            return [accepted for _, accepted in rounds]
 
         return _Sampler(draw)
 
@@ -297,19 +297,20 @@ class SequenceCheck(StatisticalCheck):
         target, draft = self._tables
         logits = {prefix: _logits_from(dist) for prefix, dist in target.items()}
         q = {prefix: _floats(dist) for prefix, dist in draft.items()}
-        p = make_params(impl)
-        rng = implementation_rng(impl, seeds)
+        verify = SampledVerifier(impl, make_params(impl), seeds)
 
-        def one() -> Outcome:
+        def request() -> VerifyRequest:
             prefix: tuple[int, ...] = ()
             for _ in range(self.m):
                 prefix = (*prefix, int(_choose(harness, q[prefix], 1)[0]))
             rows = np.vstack([logits[prefix[:i]] for i in range(self.m + 1)])
             probs = np.vstack([q[prefix[:i]] for i in range(self.m)])
-            emitted, _ = impl.verify_draft(rows, list(prefix), probs, p, [], rng)
-            return tuple(emitted)
+            return VerifyRequest(rows, list(prefix), probs)
 
-        return _Sampler(lambda count: [one() for _ in range(count)])
+        def draw(count: int) -> list[Outcome]:
+            return [tuple(emitted) for emitted, _ in verify([request() for _ in range(count)])]
+
+        return _Sampler(draw)
 
 
 @dataclass(frozen=True)
