@@ -17,19 +17,22 @@ The properties and the statistical tier see an implementation only through the
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
-from types import ModuleType
+from types import FunctionType, ModuleType
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from ._guard import guarded_call
 from .errors import ImplementationError, InvalidArgument
 from .implementations import Implementation
 
 __all__ = [
     "CountingUniforms",
+    "GuardedModule",
     "SampledVerifier",
     "VerifyRequest",
     "generation_module",
@@ -37,6 +40,13 @@ __all__ = [
     "make_params",
     "module_attr",
 ]
+
+
+GENERATION_TIMEOUT = 30.0  # seconds for one speculative_generate or generate call
+
+
+def _timeout(impl: Implementation) -> float:
+    return float(getattr(impl, "timeout", 10.0) or 10.0)
 
 
 def make_params(impl: Implementation, **fields: Any) -> Any:
@@ -69,12 +79,13 @@ def implementation_rng(impl: Implementation, seed_sequence: np.random.SeedSequen
     request_rng = getattr(module, "request_rng", None)
     if "pcg32" in impl.capabilities and callable(request_rng):
         seed = int(seed_sequence.generate_state(1, dtype=np.uint64)[0])
-        return request_rng(seed)
+        return guarded_call(impl.name, "request_rng", _timeout(impl), request_rng, seed)
     return np.random.Generator(np.random.PCG64(seed_sequence))
 
 
-def generation_module(impl: Implementation) -> ModuleType:
-    """The module holding ``speculative_generate`` and ``generate`` for the generation checks.
+def generation_module(impl: Implementation) -> GuardedModule:
+    """The module holding ``speculative_generate`` and ``generate`` for the generation checks,
+    its functions under a time limit (``GuardedModule``).
 
     Raises:
         InvalidArgument: ``impl`` does not offer the ``generation`` capability.
@@ -87,7 +98,43 @@ def generation_module(impl: Implementation) -> ModuleType:
             "does not offer generation (speculative_generate, generate, SamplingParams)",
             "generation checks need a Python implementation module",
         )
-    return module
+    return GuardedModule(impl, module)
+
+
+class GuardedModule:
+    """An implementation's module whose plain functions run under ``guarded_call``: a hang,
+    a crash or ``sys.exit`` in ``speculative_generate`` or ``generate`` is the
+    implementation's failure with a time limit (``GENERATION_TIMEOUT``), not a hung harness;
+    a function that hung once is not called again (the implementation keeps that record).
+    Classes (drafts, models) are returned as they are: their methods run inside those calls.
+    """
+
+    def __init__(self, impl: Any, module: ModuleType, timeout: float = GENERATION_TIMEOUT):
+        self.impl = impl
+        self.module = module
+        self.timeout = timeout
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self.module, name)
+        if not isinstance(value, FunctionType):
+            return value
+        record = getattr(self.impl, "call_guarded", None)
+
+        from .reference import CacheMismatch  # the instrument models' verdict, not a crash
+
+        @functools.wraps(value)
+        def guarded(*args: Any, **kwargs: Any) -> Any:
+            bound = functools.partial(value, *args, **kwargs)
+            if callable(record):
+                return record(name, self.timeout, bound, passthrough=(CacheMismatch,))
+            return guarded_call(
+                self.impl.name, name, self.timeout, bound, passthrough=(CacheMismatch,)
+            )
+
+        return guarded
+
+    def __repr__(self) -> str:
+        return f"GuardedModule({self.module.__name__!r})"
 
 
 def module_attr(impl: Implementation, name: str) -> Any:

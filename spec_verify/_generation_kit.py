@@ -10,6 +10,7 @@ from types import ModuleType
 from typing import Any
 
 from . import reference
+from ._drive import GuardedModule
 
 __all__ = ["Kit", "Setup", "kit_for", "setups"]
 
@@ -17,7 +18,7 @@ __all__ = ["Kit", "Setup", "kit_for", "setups"]
 class Kit:
     """Attribute access to an implementation module with the reference as the fallback."""
 
-    def __init__(self, module: ModuleType) -> None:
+    def __init__(self, module: GuardedModule) -> None:
         self.module = module
 
     def __getattr__(self, name: str) -> Any:
@@ -26,11 +27,12 @@ class Kit:
 
 
 def kit_for(impl: Any) -> Kit | None:
-    """The kit of an implementation offering ``generation`` (a Python module), else None."""
+    """The kit of an implementation offering ``generation`` (a Python module), else None; its
+    functions run under a time limit (``GuardedModule``)."""
     module = getattr(impl, "module", None)
-    if "generation" not in getattr(impl, "capabilities", ()) or module is None:
+    if "generation" not in getattr(impl, "capabilities", ()) or not isinstance(module, ModuleType):
         return None
-    return Kit(module)
+    return Kit(GuardedModule(impl, module))
 
 
 @dataclass(frozen=True)

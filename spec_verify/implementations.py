@@ -9,15 +9,18 @@ only code that knows how an implementation is called; tiers see only ``Implement
 from __future__ import annotations
 
 import importlib
-from collections.abc import Sequence
+import operator
+from collections.abc import Callable, Sequence
 from types import ModuleType
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 from numpy.typing import NDArray
 
 from ._guard import guarded_call
 from .errors import UnknownImplementation
+
+T = TypeVar("T")
 
 __all__ = [
     "CAPABILITIES",
@@ -89,6 +92,7 @@ class PythonImplementation:
         self.name = name
         self.module = module
         self.timeout = timeout
+        self._hung: dict[str, str] = {}  # call -> how it hung
         offered = {
             "verify_draft": hasattr(module, "verify_draft"),
             "injected_uniforms": hasattr(module, "verify_draft"),
@@ -118,20 +122,16 @@ class PythonImplementation:
         rng: Any,
         prompt: Sequence[int] = (),
     ) -> tuple[list[int], int]:
-        result = guarded_call(
-            self.name,
-            "verify_draft",
-            self.timeout,
-            self.module.verify_draft,
-            target_logits,
-            list(draft_ids),
-            draft_probs,
-            p,
-            list(history),
-            rng,
-            list(prompt),
-        )
-        return _check_verify_result(self.name, result, len(draft_ids), np.shape(target_logits)[-1])
+        m, V = len(draft_ids), np.shape(target_logits)[-1]
+
+        def call() -> tuple[list[int], int]:
+            result = self.module.verify_draft(
+                target_logits, list(draft_ids), draft_probs, p, list(history), rng, list(prompt)
+            )
+            # Read the result under the same time limit: an endless iterable is a hang too.
+            return _check_verify_result(self.name, result, m, V)
+
+        return self._guarded("verify_draft", call)
 
     def sampling_distribution(
         self,
@@ -140,10 +140,8 @@ class PythonImplementation:
         history: Sequence[int] = (),
         prompt: Sequence[int] = (),
     ) -> NDArray[np.float64]:
-        result = guarded_call(
-            self.name,
+        result = self._guarded(
             "sampling_distribution",
-            self.timeout,
             self.module.sampling_distribution,
             logits,
             p,
@@ -156,14 +154,43 @@ class PythonImplementation:
         self, ctx: Sequence[int], k: int, max_ngram: int = 3, min_ngram: int = 1
     ) -> list[int]:
         draft = self.module.PromptLookupDraft(max_ngram=max_ngram, min_ngram=min_ngram)
-        ids, _ = guarded_call(
-            self.name, "prompt_lookup", self.timeout, draft.propose, list(ctx), k, None
-        )
+        ids, _ = self._guarded("prompt_lookup", draft.propose, list(ctx), k, None)
         return [int(i) for i in ids]
 
     def pcg32_uniforms(self, seed: int, n: int) -> list[float]:
-        rng = self.module.request_rng(seed)
-        return [float(rng.random()) for _ in range(n)]
+        def call() -> list[float]:
+            rng = self.module.request_rng(seed)
+            return [float(rng.random()) for _ in range(n)]
+
+        return self._guarded("request_rng", call)
+
+    def _guarded(self, call: str, fn: Callable[..., T], *args: Any) -> T:
+        return self.call_guarded(call, self.timeout, fn, *args)
+
+    def call_guarded(
+        self,
+        call: str,
+        timeout: float,
+        fn: Callable[..., T],
+        *args: Any,
+        passthrough: tuple[type[BaseException], ...] = (),
+    ) -> T:
+        """``fn(*args)`` under ``guarded_call`` with ``timeout``; a call that hung once is not
+        made again in this run (each further hang would cost the whole limit again)."""
+        from .errors import ImplementationError
+
+        if call in self._hung:
+            raise ImplementationError(
+                self.name,
+                call,
+                f"is not called again: it hung earlier in this run ({self._hung[call]})",
+            )
+        try:
+            return guarded_call(self.name, call, timeout, fn, *args, passthrough=passthrough)
+        except ImplementationError as exc:
+            if "did not return within" in exc.reason:
+                self._hung[call] = exc.reason
+            raise
 
     def __repr__(self) -> str:
         return f"PythonImplementation({self.name!r})"
@@ -175,10 +202,16 @@ def _check_verify_result(name: str, result: Any, m: int, V: int) -> tuple[list[i
 
     try:
         emitted, n_accepted = result
-        emitted = [int(t) for t in emitted]
-        n_accepted = int(n_accepted)
+        # operator.index, not int(): a float id (2.75, or inf) is garbage, not a token.
+        emitted = [operator.index(t) for t in emitted]
+        n_accepted = operator.index(n_accepted)
     except (TypeError, ValueError) as exc:
-        raise ImplementationError(name, "verify_draft", f"returned {result!r}: {exc}") from exc
+        raise ImplementationError(
+            name,
+            "verify_draft",
+            f"returned {result!r}: {exc} (the contract returns a list of int token ids and an "
+            "int n_accepted)",
+        ) from exc
     if not 0 <= n_accepted <= m or len(emitted) != n_accepted + 1:
         raise ImplementationError(
             name,

@@ -339,14 +339,16 @@ def _run_tier(spec: TierSpec, impl: Any, options: dict[str, Any]) -> list[CheckR
         ]
     try:
         results = list(_call_tier(run, impl, options))
-    except ImplementationError as exc:
+    except (ImplementationError, SystemExit) as exc:  # SystemExit: only an implementation's
+        message = (  # call can raise it, and it must never end the run as a pass
+            f"the implementation failed: {exc}"
+            if isinstance(exc, ImplementationError)
+            else f"the implementation called sys.exit({exc.code!r}) during the {spec.name} "
+            "tier; an implementation must not exit the process"
+        )
         return [
             CheckResult(
-                spec.name,
-                "run",
-                Status.ERROR,
-                f"the implementation failed: {exc}",
-                seconds=time.perf_counter() - start,
+                spec.name, "run", Status.ERROR, message, seconds=time.perf_counter() - start
             )
         ]
     except Exception as exc:  # a bug in a tier must not end the run

@@ -1,8 +1,11 @@
 """Implementations that misbehave as calls: raise, hang, garbage ids, the wrong count, endless
-draws. ``MODE`` picks one; ``tests.impls.misbehaving.load(mode)`` builds the adapter."""
+draws, ``sys.exit``, float ids, an endless iterable of ids. ``MODE`` picks one;
+``tests.impls.misbehaving.load(mode)`` builds the adapter."""
 
 from __future__ import annotations
 
+import itertools
+import sys
 import types
 from typing import Any
 
@@ -11,7 +14,17 @@ from spec_verify.reference import SamplingParams
 
 __all__ = ["MODES", "load"]
 
-MODES = ("raises", "hangs", "out_of_range", "wrong_count", "draws_forever", "value_error")
+MODES = (
+    "raises",
+    "hangs",
+    "out_of_range",
+    "wrong_count",
+    "draws_forever",
+    "value_error",
+    "exits",
+    "float_ids",
+    "endless_ids",
+)
 
 
 def _verify(mode: str) -> Any:
@@ -29,6 +42,12 @@ def _verify(mode: str) -> Any:
             return [0, 0], 0
         if mode == "value_error":
             raise ValueError("rejects everything")
+        if mode == "exits":
+            sys.exit(0)
+        if mode == "float_ids":
+            return [0.75], 0.0  # type: ignore[list-item]
+        if mode == "endless_ids":
+            return itertools.repeat(0), 0  # type: ignore[return-value]
         while True:  # draws_forever
             rng.random()
 
