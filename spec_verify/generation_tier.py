@@ -19,6 +19,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
+
 from ._generation_kit import Kit, Setup, kit_for, setups
 from .errors import ImplementationError
 from .results import CheckResult, Status
@@ -307,15 +309,58 @@ def _model_draft_problem(kit: Kit, setup: Setup) -> str | None:
     return None
 
 
+def _sampled_model_draft_problem(kit: Kit, setup: Setup, rng_seed: int) -> str | None:
+    """Each row a sampling model draft returns is its model's distribution after the context
+    and the tokens drafted before it (what the rejection step divides by), round after round
+    as the context changes; the expected rows come from a fresh copy of the model."""
+    V = setup.tok.vocab_size
+
+    def make() -> Any:
+        return kit.AttentionLM(vocab_size=V, d_model=16, n_layers=1, n_heads=2, seed=5)
+
+    draft = kit.ModelDraft(make())
+    temperature = float(getattr(draft, "temperature", 1.0))
+    ctx = list(setup.prompt)
+    for step in range(4):
+        ids, rows = draft.propose(ctx, 4, kit.request_rng(rng_seed + step))
+        if rows is None or np.shape(rows) != (len(ids), V):
+            return (
+                f"model draft, sampled round {step}: {len(ids)} ids came with draft rows of "
+                f"shape {np.shape(rows)}; a sampling draft returns one row of {V} per id"
+            )
+        for i in range(len(ids)):
+            chain = ctx + [int(t) for t in ids[:i]]
+            fresh = make()
+            logits = np.asarray(fresh.forward(chain, fresh.new_cache(), 0)[-1]) / temperature
+            want = np.exp(logits - logits.max())
+            want /= want.sum()
+            got = np.asarray(rows[i], dtype=np.float64)
+            if np.max(np.abs(got - want)) > 1e-9:
+                worst = int(np.argmax(np.abs(got - want)))
+                return (
+                    f"model draft, sampled round {step}: row {i} (after ...{chain[-4:]}) gives "
+                    f"token {worst} probability {got[worst]:.6g}, its model {want[worst]:.6g}: "
+                    "the draft rows are not the draft model's distributions"
+                )
+        keep = step % (len(ids) + 1)
+        ctx = ctx + [int(t) for t in ids[:keep]] + [1 + (step * 5) % (V - 1)]
+    return None
+
+
 def _drafts(kit: Kit, setup: Setup, seed: int) -> CheckResult:
     start = time.perf_counter()
-    failure = _ngram_problem(kit, seed) or _model_draft_problem(kit, setup)
+    failure = (
+        _ngram_problem(kit, seed)
+        or _model_draft_problem(kit, setup)
+        or _sampled_model_draft_problem(kit, setup, seed)
+    )
     return _result(
         "drafts",
         failure,
         16,
-        "the n-gram draft follows its model (argmax chain, sampled rows) and the model draft's "
-        "proposals equal fresh greedy decoding as the context changes",
+        "the n-gram draft follows its model (argmax chain, sampled rows); the model draft's "
+        "proposals equal fresh greedy decoding and its sampled rows its model's distributions "
+        "as the context changes",
         start,
     )
 

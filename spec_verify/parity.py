@@ -48,6 +48,7 @@ DEFAULT_CASES = 10_000
 QUICK_CASES = 2_000
 ULP_TOLERANCE = 4  # np.exp and libm's exp may differ by an ulp; sums then by a few
 BIG_V_EVERY = 200  # one case in this many has a vocabulary over 8,192
+HUGE_V_EVERY = 1000  # and one in this many a real model's (32,000 to 151,936)
 _CHUNK = 400  # cases per message to the FFI worker
 _PARAM_DEFAULTS: dict[str, Any] = {
     "temperature": 1.0,
@@ -68,7 +69,8 @@ Progress = Callable[[str], None]
 @dataclass(frozen=True)
 class VerifyCase:
     """One ``verify_draft`` case; ``uniforms`` is the shared stream (the first ``2m + 1`` of
-    ``request_rng(case_seed)``), ``own_stream`` asks an FFI library to draw them itself."""
+    ``request_rng(stream_seed(case_seed))``, a full 64-bit seed), ``own_stream`` asks an FFI
+    library to draw them itself from that seed."""
 
     case_seed: int
     target_logits: NDArray[np.float64]
@@ -84,6 +86,10 @@ class VerifyCase:
     @property
     def m(self) -> int:
         return len(self.draft_ids)
+
+    @property
+    def stream_seed(self) -> int:
+        return stream_seed(self.case_seed)
 
     @property
     def V(self) -> int:  # noqa: N802 -- the seed's notation
@@ -142,7 +148,9 @@ class VerifyCase:
                 lines.append("draft_probs: a sampled draft (see the JSON report)")
         if not self.greedy:
             source = "the library's own request_rng" if self.own_stream else "injected"
-            lines.append(f"uniforms ({source}, request_rng({self.case_seed})): {data['uniforms']}")
+            lines.append(
+                f"uniforms ({source}, request_rng({self.stream_seed})): {data['uniforms']}"
+            )
         return "\n".join(lines)
 
 
@@ -179,6 +187,8 @@ def _pick(rng: np.random.Generator, weights: dict[Any, float]) -> Any:
 
 
 def _vocab(rng: np.random.Generator, case_seed: int) -> int:
+    if case_seed % HUGE_V_EVERY == HUGE_V_EVERY - 1:  # real vocabularies: 32k to 152k
+        return int(rng.choice([32_000, 50_257, 151_936]))
     if case_seed % BIG_V_EVERY == BIG_V_EVERY - 1:
         return int(rng.integers(8193, 9001))
     band = _pick(rng, {"tiny": 0.55, "small": 0.3, "medium": 0.13, "large": 0.02})
@@ -206,6 +216,8 @@ def _params(rng: np.random.Generator, V: int) -> dict[str, Any]:
     params: dict[str, Any] = {}
     if rng.random() < 0.25:
         params["temperature"] = 0.0
+    elif rng.random() < 0.08:  # tiny but positive: still sampling, not greedy
+        params["temperature"] = float(rng.choice([1e-5, 1e-4, 1e-3, 5e-3]))
     elif rng.random() < 0.5:
         params["temperature"] = float(np.round(rng.uniform(0.2, 2.0), 3))
     else:
@@ -226,22 +238,47 @@ def _params(rng: np.random.Generator, V: int) -> dict[str, Any]:
     return params
 
 
+def _contexts(rng: np.random.Generator, V: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """History and prompt: mostly short; one case in ten long (up to 300 tokens, over a few
+    tokens so they repeat), where a penalty that only looks at a recent window differs."""
+    if rng.random() < 0.1:
+        alphabet = min(V, int(rng.integers(1, 6)))
+        lengths = rng.integers(65, 301, size=2)
+        return (
+            tuple(int(t) for t in rng.integers(0, alphabet, size=int(lengths[0]))),
+            tuple(int(t) for t in rng.integers(0, alphabet, size=int(lengths[1]))),
+        )
+    return (
+        tuple(int(t) for t in rng.integers(0, V, size=int(rng.integers(0, 9)))),
+        tuple(int(t) for t in rng.integers(0, V, size=int(rng.integers(0, 9)))),
+    )
+
+
 def _softmax(row: NDArray[np.float64]) -> NDArray[np.float64]:
     finite = np.isfinite(row)
     e = np.where(finite, np.exp(row - np.max(row[finite])), 0.0)
     return np.asarray(e / e.sum())
 
 
+def stream_seed(case_seed: int) -> int:
+    """The PCG32 seed of a case's uniforms: a bijective 64-bit mix of ``case_seed``, so own
+    streams are exercised with seeds across all 64 bits (a port that drops the high half of
+    the seed differs here), and every case has its own."""
+    return (case_seed * 0x9E3779B97F4A7C15 + 0x632BE59BD9B4E019) % 2**64
+
+
 def verify_case(case_seed: int) -> VerifyCase:
     """The ``verify_draft`` case of ``case_seed`` (a pure function of it)."""
     rng = np.random.default_rng([case_seed, 0x5EED])
     V = _vocab(rng, case_seed)
-    big = V > 8192
+    big = V > 8192  # few drafts: the case's rows cost V each
     m = int(rng.integers(0, 3)) if big else int(_pick(rng, dict.fromkeys(range(7), 1.0)))
     logits = _logit_rows(rng, m + 1, V)
     params = _params(rng, V)
-    history = tuple(int(t) for t in rng.integers(0, V, size=int(rng.integers(0, 9))))
-    prompt = tuple(int(t) for t in rng.integers(0, V, size=int(rng.integers(0, 9))))
+    if V > 16_384 and rng.random() < 0.6:  # a real vocabulary with exact ties at the top-k cut
+        logits = rng.integers(-2, 3, size=(m + 1, V)).astype(np.float64)
+        params["top_k"] = int(rng.integers(1, 4096))
+    history, prompt = _contexts(rng, V)
     drafting = _pick(rng, {"deterministic": 0.45, "sampled": 0.55})
     ids: list[int] = []
     q_rows: list[NDArray[np.float64]] = []
@@ -264,7 +301,7 @@ def verify_case(case_seed: int) -> VerifyCase:
         q_rows.append(q)
         ids.append(x)
     draft_probs = np.array(q_rows).reshape(m, V) if drafting == "sampled" else None
-    stream = request_rng(case_seed)
+    stream = request_rng(stream_seed(case_seed))
     uniforms = tuple(stream.random() for _ in range(2 * m + 1))
     return VerifyCase(
         case_seed=case_seed,
@@ -289,10 +326,17 @@ class LookupCase:
 
 
 def lookup_case(case_seed: int) -> LookupCase:
-    """A prompt-lookup case: a short context over a small alphabet (so n-grams repeat)."""
+    """A prompt-lookup case: a short context over a small alphabet (so n-grams repeat), or
+    one in ten a long one whose suffix occurs only far back."""
     rng = np.random.default_rng([case_seed, 0x100C])
     alphabet = int(rng.integers(1, 6))
-    ctx = tuple(int(t) for t in rng.integers(0, alphabet, size=int(rng.integers(0, 40))))
+    if rng.random() < 0.1:  # a long context whose only match is far back (no recent window)
+        head = [int(t) for t in rng.integers(0, alphabet, size=int(rng.integers(1, 8)))]
+        filler = [alphabet + int(t) for t in rng.integers(0, 50, size=int(rng.integers(70, 300)))]
+        tail = head[-int(rng.integers(1, len(head) + 1)) :]
+        ctx = tuple(head + filler + tail)
+    else:
+        ctx = tuple(int(t) for t in rng.integers(0, alphabet, size=int(rng.integers(0, 40))))
     max_ngram = int(rng.integers(1, 6))
     min_ngram = int(rng.integers(1, max_ngram + 1))
     return LookupCase(case_seed, ctx, int(rng.integers(0, 9)), max_ngram, min_ngram)
@@ -377,7 +421,7 @@ def _ffi_verify_call(impl: Any, case: VerifyCase) -> tuple[str, dict[str, Any], 
     if case.greedy:
         source: Any = ("forbid",)
     elif case.own_stream:
-        source = ("seed", case.case_seed)
+        source = ("seed", case.stream_seed)
     else:
         source = ("list", list(case.uniforms))
     kwargs = {

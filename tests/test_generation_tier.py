@@ -45,3 +45,11 @@ def test_mutants_fail_the_check_that_targets_them(mutant, check):
     results = {r.name: r for r in run_generation_tier(load_implementation(f"mutant:{mutant}"),
                                                       quick=True)}
     assert not results[check].passed, results[check].message
+
+
+def test_sampled_model_draft_rows_that_are_not_its_models_fail_the_drafts_check():
+    results = {r.name: r for r in run_generation_tier(
+        load_implementation("python:tests.impls.stale_draft_rows"), quick=True)}  # fmt: skip
+    assert not results["drafts"].passed
+    assert "not the draft model's distributions" in results["drafts"].message
+    assert all(r.passed for name, r in results.items() if name != "drafts")

@@ -60,6 +60,17 @@ def test_the_cases_cover_what_the_contract_pins():
     assert any(c.params["repetition_penalty"] != 1 for c in cases)
     assert any(np.isneginf(c.target_logits).any() for c in cases)
     assert {c.m for c in cases} == set(range(7))
+    # What the red team's planted ports exploited before: real vocabularies with ties at the
+    # top-k cut, long penalised histories, tiny temperatures, 64-bit stream seeds.
+    huge = [c for c in cases if c.V >= 32_000]
+    assert len(huge) == 2000 // parity.HUGE_V_EVERY
+    assert any(c.params["top_k"] for c in huge)
+    assert any(len(c.history) > 64 and c.params["repetition_penalty"] != 1 for c in cases)
+    assert any(0 < c.params["temperature"] < 1e-2 and c.draft_ids for c in cases)
+    assert any(c.own_stream and c.stream_seed >= 2**63 for c in cases)
+    assert len({c.stream_seed for c in cases}) == len(cases)
+    lookups = [lookup_case(s) for s in range(500)]
+    assert any(len(c.ctx) > 70 for c in lookups)
     for case in cases[:200]:  # every generated case is valid for the reference
         verify_draft(
             case.target_logits, list(case.draft_ids), case.draft_probs, case.sampling_params(),
