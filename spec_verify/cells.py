@@ -46,7 +46,10 @@ band, the round is not provable.
 The model under which a pass is a proof. Along any one draw, the others fixed, the
 implementation compares the draw against finitely many thresholds that depend only on the
 cells (not the exact values) of the other draws, and each outcome occupies one interval of the
-draw's cell (threshold tests and inverse-CDF sampling, in any draw order, satisfy this). Then a
+draw's cell (threshold tests against values computed from p, q and the other draws' cells, and
+inverse-CDF sampling, in any draw order, satisfy this; a test against another draw's exact value,
+such as "reject if u_accept is in the top quarter of its cell and u_resample > 0.8", does not,
+and can be proven wrong only by the parity and statistical tiers). Then a
 leaf whose star check passes gives one outcome on the whole product of its guarded cells: move
 the draws from the leaf's point one at a time; each move keeps the other draws in their cells,
 so the moved draw's thresholds are the ones the audit tested, none inside its guarded cell. The
