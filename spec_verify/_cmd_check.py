@@ -1,8 +1,8 @@
 """``spec-verify check``: the gate. Every tier the implementation supports, one verdict.
 
-Exit code 0 only when every check passed (SKIPPED and NOT_PROVABLE do not fail a run; FAILED
-and ERROR do); 2 for a usage error. Progress goes to stderr, the table and the failures (each
-with one command that reproduces it) to stdout.
+Exit code 0 only when every check passed (SKIPPED does not fail a run; FAILED, ERROR and
+NOT_PROVABLE do, the last unless ``--allow-not-provable``); 2 for a usage error. Progress goes
+to stderr, the table and the failures (each with one command that reproduces it) to stdout.
 """
 
 from __future__ import annotations
@@ -57,6 +57,12 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--junit", metavar="FILE", help="write a JUnit XML report here")
     parser.add_argument("--plots", metavar="DIR", help="write PNG plots here (needs matplotlib)")
     parser.add_argument("--no-progress", action="store_true", help="no progress on stderr")
+    parser.add_argument(
+        "--allow-not-provable",
+        action="store_true",
+        help="let exact checks that are 'not provable' (e.g. float32 sums) pass the run; by "
+        "default they fail it, since nothing was proven there",
+    )
     parser.set_defaults(func=run)
 
 
@@ -114,6 +120,7 @@ def run(args: argparse.Namespace) -> int:
             case_seed=args.case_seed,
             timeout=args.timeout,
             progress=progress,
+            allow_not_provable=args.allow_not_provable,
         )
     except UnknownImplementation as exc:
         print(f"spec-verify check: {exc}", file=sys.stderr)

@@ -78,7 +78,10 @@ def format_failures(report: CheckReport) -> str:
     """Each failed or errored check in full, with the command that reproduces it."""
     blocks = []
     for r in report.failures():
-        text = f"{_STATUS_LABEL[r.status]} {r.tier}/{r.name}: {r.message.strip()}"
+        label = "NOT PROVABLE" if r.status is Status.NOT_PROVABLE else _STATUS_LABEL[r.status]
+        text = f"{label} {r.tier}/{r.name}: {r.message.strip()}"
+        if r.status is Status.NOT_PROVABLE:
+            text += "\n  (fails the run: pass --allow-not-provable to accept it)"
         if r.repro:
             text += f"\n  reproduce: {r.repro}"
         blocks.append(text)

@@ -24,7 +24,9 @@ class Status(str, enum.Enum):
 
     @property
     def ok(self) -> bool:
-        """Whether this verdict lets a gate pass (skipped and not provable do not fail it)."""
+        """Whether this verdict is no failure or error of the implementation. Not provable is
+        neither, but it is no pass either: ``CheckReport`` fails a run on it unless told to
+        accept it."""
         return self in (Status.PASSED, Status.SKIPPED, Status.NOT_PROVABLE)
 
 

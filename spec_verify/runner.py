@@ -138,11 +138,14 @@ class CheckReport:
     seconds: float
     quick: bool = False
     tier_seconds: dict[str, float] = field(default_factory=dict)
+    allow_not_provable: bool = False
 
     @property
     def passed(self) -> bool:
-        """True when every check passed (skipped and not provable do not fail a run)."""
-        return all(r.status.ok for r in self.results) and bool(self.results)
+        """True when every check passed. Skipped checks (a capability the implementation does
+        not offer) do not fail a run; "not provable" does, unless ``allow_not_provable`` (a
+        port with float32 sums, say, whose other tiers are its evidence)."""
+        return bool(self.results) and not self.failures()
 
     def counts(self) -> dict[str, int]:
         out = {status.value: 0 for status in Status}
@@ -151,13 +154,18 @@ class CheckReport:
         return out
 
     def failures(self) -> list[CheckResult]:
-        return [r for r in self.results if not r.status.ok]
+        """The checks that keep the run from passing, in run order."""
+        return [r for r in self.results if not r.status.ok or self._unproven(r)]
+
+    def _unproven(self, result: CheckResult) -> bool:
+        return result.status is Status.NOT_PROVABLE and not self.allow_not_provable
 
     def to_json(self) -> dict[str, Any]:
         return {
             "impl": self.impl,
             "seed": self.seed,
             "quick": self.quick,
+            "allow_not_provable": self.allow_not_provable,
             "tiers": list(self.tiers),
             "passed": self.passed,
             "counts": self.counts(),
@@ -213,6 +221,7 @@ def run_checks(
     timeout: float | None = None,
     progress: Progress | None = None,
     family_alpha: float = 1e-6,
+    allow_not_provable: bool = False,
 ) -> CheckReport:
     """Run the gate on ``impl`` (a spec string or a loaded implementation).
 
@@ -223,6 +232,8 @@ def run_checks(
         case_seed: replay one parity case (with ``tiers=["parity"]``).
         timeout: seconds per call for implementations that take a time limit.
         progress: called with short status lines while the run goes.
+        allow_not_provable: let "not provable" exact checks pass the run (by default they fail
+            it: the exact tier proved nothing there).
 
     Returns:
         A ``CheckReport``; ``report.passed`` is the verdict.
@@ -297,7 +308,8 @@ def run_checks(
             tier_results = _run_tier(spec, loaded, options)
             for found in tier_results:
                 result = found
-                if not result.status.ok and not result.repro:
+                unproven = result.status is Status.NOT_PROVABLE
+                if (not result.status.ok or unproven) and not result.repro:
                     result = replace(
                         result, repro=repro_command(name, [result.tier], seed=seed, quick=quick)
                     )
@@ -310,7 +322,14 @@ def run_checks(
         if isinstance(impl, str) and callable(close):
             close()
     return CheckReport(
-        name, seed, wanted, tuple(results), time.perf_counter() - started, quick, tier_seconds
+        name,
+        seed,
+        wanted,
+        tuple(results),
+        time.perf_counter() - started,
+        quick,
+        tier_seconds,
+        allow_not_provable,
     )
 
 

@@ -70,3 +70,13 @@ def test_plots_without_matplotlib_do_not_change_the_verdict(tmp_path, capsys, mo
     captured = capsys.readouterr()
     assert code == 0
     assert "plots skipped" in captured.err
+
+
+def test_not_provable_fails_the_gate_unless_allowed(capsys):
+    args = ["check", "--impl", "python:tests.impls.float32_cumsum", "--tier", "exact",
+            "--no-progress"]  # fmt: skip
+    assert main(args) == 1
+    out = capsys.readouterr().out
+    assert "NOT PROVABLE exact/" in out and "--allow-not-provable" in out
+    assert main([*args, "--allow-not-provable"]) == 0
+    assert "PASSED" in capsys.readouterr().out

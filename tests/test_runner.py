@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from spec_verify import runner
@@ -90,7 +92,11 @@ def test_verdicts():
         results = tuple(CheckResult("t", str(i), s) for i, s in enumerate(statuses))
         return CheckReport("x", 0, ("t",), results, 0.0)
 
-    assert report(Status.PASSED, Status.SKIPPED, Status.NOT_PROVABLE).passed
+    assert report(Status.PASSED, Status.SKIPPED).passed
+    unproven = report(Status.PASSED, Status.NOT_PROVABLE)
+    assert not unproven.passed  # nothing was proven there: no pass by default
+    assert [r.status for r in unproven.failures()] == [Status.NOT_PROVABLE]
+    assert replace(unproven, allow_not_provable=True).passed
     assert not report(Status.PASSED, Status.FAILED).passed
     assert not report(Status.ERROR).passed
     assert not report().passed  # a run that checked nothing did not pass
