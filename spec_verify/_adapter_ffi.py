@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import json
 import os
 import pathlib
 import random
@@ -79,6 +80,15 @@ def _describe_exit(returncode: int | None) -> str:
     return f"exited with status {returncode} (the library ended the process)"
 
 
+# The worker imports spec_verify from where this process did. Started with ``-m``, its first
+# path entry would be the working directory, where a source checkout's ``spec_verify/`` (which
+# lacks the installed ``spec_verify.reference``) would shadow an installed package.
+_BOOTSTRAP = (
+    "import json, runpy, sys; sys.path[:] = json.loads(sys.argv[1]); sys.argv = sys.argv[1:]; "
+    "runpy.run_module('spec_verify._ffi_worker', run_name='__main__')"
+)
+
+
 class _Worker:
     """One worker process and its socket; every wait is bounded."""
 
@@ -90,7 +100,7 @@ class _Worker:
         child_fd = child_sock.fileno()
         try:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "spec_verify._ffi_worker", str(child_fd), path],
+                [sys.executable, "-c", _BOOTSTRAP, json.dumps(sys.path), str(child_fd), path],
                 pass_fds=(child_fd,),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,

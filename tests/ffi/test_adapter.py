@@ -191,3 +191,20 @@ def iter_uniforms(values):
             return self.values.pop(0)
 
     return Source()
+
+
+@pytest.mark.rust
+def test_the_worker_imports_spec_verify_from_where_the_harness_did(rust_port, tmp_path,
+                                                                   monkeypatch):
+    # A source checkout's spec_verify/ in the working directory must not shadow the package
+    # the harness runs from (the worker used to start with ``-m``, cwd first on its path).
+    shadow = tmp_path / "spec_verify"
+    shadow.mkdir()
+    (shadow / "__init__.py").write_text("raise ImportError('the shadowing copy was imported')\n")
+    monkeypatch.chdir(tmp_path)
+    impl = load_implementation(f"ffi:{rust_port}")
+    try:
+        stream = request_rng(42)
+        assert impl.pcg32_uniforms(42, 3) == [stream.random() for _ in range(3)]
+    finally:
+        impl.close()
