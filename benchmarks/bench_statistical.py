@@ -20,17 +20,12 @@ import statistics
 import time
 from typing import Any
 
-from spec_verify.implementations import load_implementation
-from spec_verify.statistical import run_statistical_tier
+from _port import add_port_argument, load_port
 
-CHECKS = [
-    "first_token.sampled_draft",
-    "first_token.disjoint_supports",
-    "first_token.deterministic_draft",
-    "first_token.filters_and_penalties",
-    "sequence.two_drafts",
-    "acceptance_rate",
-]
+from spec_verify.statistical import STATISTICAL_CHECKS, run_statistical_tier
+
+# The tier's verify_draft checks (generation runs Python modules only, not a C ABI library).
+CHECKS = [c.name for c in STATISTICAL_CHECKS if c.needs == "verify_draft"]
 
 
 class Unbatched:
@@ -60,14 +55,10 @@ def run(impl: Any, repeats: int) -> tuple[float, int]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--lib", help="the port's shared library (default: build it)")
+    add_port_argument(parser)
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
-    if args.lib is None:
-        from spec_verify._rust_build import build_port
-
-        args.lib = str(build_port())
-    impl = load_implementation(f"ffi:{args.lib}")
+    impl = load_port(args.lib)
     batched, rounds = run(impl, args.repeats)
     single, single_rounds = run(Unbatched(impl), args.repeats)
     print(f"statistical tier, {len(CHECKS)} checks on the Rust port (median of {args.repeats}):")

@@ -343,6 +343,28 @@ class FfiImplementation:
 
     # ---- the contract ---------------------------------------------------------------------
 
+    def verify_call(
+        self,
+        target_logits: NDArray[np.float64],
+        draft_ids: Sequence[int],
+        draft_probs: NDArray[np.float64] | None,
+        p: Any,
+        history: Sequence[int],
+        prompt: Sequence[int],
+        source: Any,
+    ) -> Call:
+        """``verify_draft``'s arguments as one call for ``batch`` (``source`` as it says;
+        raises InvalidParams for bad sampling parameters)."""
+        kwargs = {
+            "target_logits": target_logits,
+            "draft_ids": list(draft_ids) if not isinstance(draft_ids, np.ndarray) else draft_ids,
+            "draft_probs": draft_probs,
+            "params": self.params_tuple(p),
+            "history": list(history),
+            "prompt": list(prompt),
+        }
+        return ("verify_draft", kwargs, source)
+
     def params(self, **fields: Any) -> SamplingParams:
         """Sampling parameters (the reference's ``SamplingParams``, validated)."""
         return SamplingParams(**fields)
@@ -363,17 +385,11 @@ class FfiImplementation:
         rng: Any,
         prompt: Sequence[int] = (),
     ) -> tuple[list[int], int]:
-        params = self.params_tuple(p)
-        greedy = params[0] == 0.0
+        _, kwargs, _ = self.verify_call(
+            target_logits, draft_ids, draft_probs, p, history, prompt, None
+        )
+        greedy = kwargs["params"][0] == 0.0
         has_source = rng is not None and callable(getattr(rng, "random", None))
-        kwargs = {
-            "target_logits": target_logits,
-            "draft_ids": list(draft_ids) if not isinstance(draft_ids, np.ndarray) else draft_ids,
-            "draft_probs": draft_probs,
-            "params": params,
-            "history": list(history),
-            "prompt": list(prompt),
-        }
         if not has_source:  # the library validates first; its first draw is then the error
             source = ("forbid",) if greedy else ("missing",)
             result: tuple[list[int], int] = self._call("verify_draft", kwargs, source)

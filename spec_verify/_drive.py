@@ -45,8 +45,20 @@ __all__ = [
 GENERATION_TIMEOUT = 30.0  # seconds for one speculative_generate or generate call
 
 
-def _timeout(impl: Implementation) -> float:
-    return float(getattr(impl, "timeout", 10.0) or 10.0)
+def _call_guarded(
+    impl: Any,
+    call: str,
+    timeout: float,
+    fn: Any,
+    *args: Any,
+    passthrough: tuple[type[BaseException], ...] = (),
+) -> Any:
+    """``fn(*args)`` under a time limit, through the implementation's own record of hung calls
+    when it keeps one (``PythonImplementation.call_guarded``)."""
+    record = getattr(impl, "call_guarded", None)
+    if callable(record):
+        return record(call, timeout, fn, *args, passthrough=passthrough)
+    return guarded_call(impl.name, call, timeout, fn, *args, passthrough=passthrough)
 
 
 def make_params(impl: Implementation, **fields: Any) -> Any:
@@ -79,7 +91,8 @@ def implementation_rng(impl: Implementation, seed_sequence: np.random.SeedSequen
     request_rng = getattr(module, "request_rng", None)
     if "pcg32" in impl.capabilities and callable(request_rng):
         seed = int(seed_sequence.generate_state(1, dtype=np.uint64)[0])
-        return guarded_call(impl.name, "request_rng", _timeout(impl), request_rng, seed)
+        timeout = float(getattr(impl, "timeout", 10.0) or 10.0)
+        return _call_guarded(impl, "request_rng", timeout, request_rng, seed)
     return np.random.Generator(np.random.PCG64(seed_sequence))
 
 
@@ -118,18 +131,12 @@ class GuardedModule:
         value = getattr(self.module, name)
         if not isinstance(value, FunctionType):
             return value
-        record = getattr(self.impl, "call_guarded", None)
-
         from .reference import CacheMismatch  # the instrument models' verdict, not a crash
 
         @functools.wraps(value)
         def guarded(*args: Any, **kwargs: Any) -> Any:
             bound = functools.partial(value, *args, **kwargs)
-            if callable(record):
-                return record(name, self.timeout, bound, passthrough=(CacheMismatch,))
-            return guarded_call(
-                self.impl.name, name, self.timeout, bound, passthrough=(CacheMismatch,)
-            )
+            return _call_guarded(self.impl, name, self.timeout, bound, passthrough=(CacheMismatch,))
 
         return guarded
 
@@ -212,10 +219,9 @@ class SampledVerifier:
         self.impl = impl
         self.params = params
         self.batched = callable(getattr(impl, "batch", None)) and callable(
-            getattr(impl, "params_tuple", None)
+            getattr(impl, "verify_call", None)
         )
         if self.batched:
-            self._params_tuple = impl.params_tuple(params)  # type: ignore[attr-defined]
             self._seeds = np.random.Generator(np.random.PCG64(seeds))
         else:
             self._rng = implementation_rng(impl, seeds)
@@ -230,23 +236,15 @@ class SampledVerifier:
                 )
                 for r in requests
             ]  # fmt: skip
-        greedy = self._params_tuple[0] == 0.0
+        greedy = getattr(self.params, "temperature", 1.0) == 0
         seeds = self._seeds.integers(0, _SEED_BOUND, size=len(requests), dtype=np.int64)
         calls = [
-            (
-                "verify_draft",
-                {
-                    "target_logits": r.target_logits,
-                    "draft_ids": list(r.draft_ids),
-                    "draft_probs": r.draft_probs,
-                    "params": self._params_tuple,
-                    "history": list(r.history),
-                    "prompt": list(r.prompt),
-                },
+            self.impl.verify_call(  # type: ignore[attr-defined]
+                r.target_logits, r.draft_ids, r.draft_probs, self.params, r.history, r.prompt,
                 ("forbid",) if greedy else ("seed", int(seed)),
             )
             for r, seed in zip(requests, seeds, strict=True)
-        ]
+        ]  # fmt: skip
         results: list[tuple[list[int], int]] = []
         for kind, value, _drawn in self.impl.batch(calls):  # type: ignore[attr-defined]
             if kind == "err":

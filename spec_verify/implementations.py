@@ -18,7 +18,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ._guard import guarded_call
-from .errors import UnknownImplementation
+from .errors import ImplementationError, UnknownImplementation
 
 T = TypeVar("T")
 
@@ -177,8 +177,6 @@ class PythonImplementation:
     ) -> T:
         """``fn(*args)`` under ``guarded_call`` with ``timeout``; a call that hung once is not
         made again in this run (each further hang would cost the whole limit again)."""
-        from .errors import ImplementationError
-
         if call in self._hung:
             raise ImplementationError(
                 self.name,
@@ -198,8 +196,6 @@ class PythonImplementation:
 
 def _check_verify_result(name: str, result: Any, m: int, V: int) -> tuple[list[int], int]:
     """Turn garbage into an ``ImplementationError`` naming what was wrong."""
-    from .errors import ImplementationError
-
     try:
         emitted, n_accepted = result
         # operator.index, not int(): a float id (2.75, or inf) is garbage, not a token.

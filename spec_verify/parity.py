@@ -424,15 +424,11 @@ def _ffi_verify_call(impl: Any, case: VerifyCase) -> tuple[str, dict[str, Any], 
         source = ("seed", case.stream_seed)
     else:
         source = ("list", list(case.uniforms))
-    kwargs = {
-        "target_logits": case.target_logits,
-        "draft_ids": list(case.draft_ids),
-        "draft_probs": case.draft_probs,
-        "params": impl.params_tuple(case.sampling_params()),
-        "history": list(case.history),
-        "prompt": list(case.prompt),
-    }
-    return ("verify_draft", kwargs, source)
+    call: tuple[str, dict[str, Any], Any] = impl.verify_call(
+        case.target_logits, case.draft_ids, case.draft_probs, case.sampling_params(),
+        case.history, case.prompt, source,
+    )  # fmt: skip
+    return call
 
 
 def _normalise_ffi(case: VerifyCase, outcome: Any) -> Outcome:
@@ -466,7 +462,7 @@ class _Runner:
 
     def __init__(self, impl: Any) -> None:
         self.impl = impl
-        self.batched = callable(getattr(impl, "batch", None)) and hasattr(impl, "params_tuple")
+        self.batched = callable(getattr(impl, "batch", None)) and hasattr(impl, "verify_call")
 
     def one(self, case: VerifyCase) -> Outcome:
         if self.batched:

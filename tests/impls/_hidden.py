@@ -30,15 +30,19 @@ class _Recorder:
         return u
 
 
-def verify_hiding(rule: Rule, min_drafts: int, target_logits: Any, draft_ids: Any,
-                  draft_probs: Any, p: Any, history: Any, rng: Any,
-                  prompt: Any) -> tuple[list[int], int]:
-    recorder = _Recorder(rng)
-    emitted, n_accepted = _reference(target_logits, draft_ids, draft_probs, p, history,
-                                     recorder, prompt)
-    out = [int(t) for t in emitted]
-    last = len(target_logits[0]) - 1
-    m = len(draft_ids)
-    if m >= min_drafts and n_accepted == m and out[-1] == last and rule(recorder.draws):
-        out[-1] = last - 1
-    return out, int(n_accepted)
+def hiding_verify_draft(rule: Rule, min_drafts: int) -> Callable[..., tuple[list[int], int]]:
+    """A ``verify_draft`` hiding ``rule`` (applied once ``min_drafts`` or more are drafted)."""
+
+    def verify_draft(target_logits: Any, draft_ids: Any, draft_probs: Any, p: Any,
+                     history: Any, rng: Any, prompt: Any = ()) -> tuple[list[int], int]:
+        recorder = _Recorder(rng)
+        emitted, n_accepted = _reference(target_logits, draft_ids, draft_probs, p, history,
+                                         recorder, prompt)
+        out = [int(t) for t in emitted]
+        last = len(target_logits[0]) - 1
+        m = len(draft_ids)
+        if m >= min_drafts and n_accepted == m and out[-1] == last and rule(recorder.draws):
+            out[-1] = last - 1
+        return out, int(n_accepted)
+
+    return verify_draft

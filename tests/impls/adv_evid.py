@@ -6,11 +6,9 @@ A check that audits only the draws that showed no effect at their node passes it
 
 from __future__ import annotations
 
-from typing import Any
-
 from spec_verify.reference import SamplingParams
 
-from ._hidden import verify_hiding
+from ._hidden import hiding_verify_draft
 
 __all__ = ["SamplingParams", "verify_draft"]
 
@@ -19,7 +17,4 @@ def _rule(draws: list[float]) -> bool:
     return draws[0] < 0.05
 
 
-def verify_draft(target_logits: Any, draft_ids: Any, draft_probs: Any, p: Any, history: Any,
-                 rng: Any, prompt: Any = ()) -> tuple[list[int], int]:
-    return verify_hiding(_rule, 1, target_logits, draft_ids, draft_probs, p, history, rng,
-                         prompt)
+verify_draft = hiding_verify_draft(_rule, 1)

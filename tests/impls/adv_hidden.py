@@ -4,11 +4,9 @@ ignores after an acceptance. When every draft is kept, the bonus is the last tok
 
 from __future__ import annotations
 
-from typing import Any
-
 from spec_verify.reference import SamplingParams
 
-from ._hidden import verify_hiding
+from ._hidden import hiding_verify_draft
 
 __all__ = ["SamplingParams", "verify_draft"]
 
@@ -17,7 +15,4 @@ def _rule(draws: list[float]) -> bool:
     return draws[1] < 0.25
 
 
-def verify_draft(target_logits: Any, draft_ids: Any, draft_probs: Any, p: Any, history: Any,
-                 rng: Any, prompt: Any = ()) -> tuple[list[int], int]:
-    return verify_hiding(_rule, 1, target_logits, draft_ids, draft_probs, p, history, rng,
-                         prompt)
+verify_draft = hiding_verify_draft(_rule, 1)

@@ -5,11 +5,9 @@ draws together (to the same edge) never shows it; moving each on its own does.""
 
 from __future__ import annotations
 
-from typing import Any
-
 from spec_verify.reference import SamplingParams
 
-from ._hidden import verify_hiding
+from ._hidden import hiding_verify_draft
 
 __all__ = ["SamplingParams", "verify_draft"]
 
@@ -18,7 +16,4 @@ def _rule(draws: list[float]) -> bool:
     return (draws[1] < 0.25) != (draws[3] < 0.25)
 
 
-def verify_draft(target_logits: Any, draft_ids: Any, draft_probs: Any, p: Any, history: Any,
-                 rng: Any, prompt: Any = ()) -> tuple[list[int], int]:
-    return verify_hiding(_rule, 2, target_logits, draft_ids, draft_probs, p, history, rng,
-                         prompt)
+verify_draft = hiding_verify_draft(_rule, 2)
