@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from spec_verify.implementations import load_implementation
+from spec_verify.adapters._implementations import load_implementation
 
 
 def add_port_argument(parser: argparse.ArgumentParser) -> None:
@@ -15,7 +15,7 @@ def add_port_argument(parser: argparse.ArgumentParser) -> None:
 def load_port(lib: str | None) -> Any:
     """The ``ffi:`` implementation of ``lib``, building the clean port when it is None."""
     if lib is None:
-        from spec_verify._rust_build import build_port
+        from spec_verify.adapters._rust_build import build_port
 
         lib = str(build_port())
     return load_implementation(f"ffi:{lib}")

@@ -10,9 +10,9 @@ Printed per (V, k): calls into the implementation (and how many of them the leaf
 calls / (V (k + 1)) and the same for the exploration alone (calls less audits: flat in k, about
 2 to 3); the leaf audits, which move every draw of every leaf, add a term that grows with k.
 Then the lower bound any sound black-box method has on this tree, ``sum over leaves (draws +
-1)`` (see ``spec_verify.cells``), and the calls over it, wall time, the samples a G-test needs
+1)`` (see ``spec_verify.exact._cells``), and the calls over it, wall time, the samples a G-test needs
 to detect a deviation of 1e-3 in total variation at alpha = 1e-6 with power 0.99 (``n =
-lambda(V - 1) / (4 delta^2)``, noncentral chi-square, from ``spec_verify.power``), and that
+lambda(V - 1) / (4 delta^2)``, noncentral chi-square, from ``spec_verify.stats._power``), and that
 number over the calls.
 
 Usage: python benchmarks/bench_exact.py [--impl SPEC] [--seed S] [--repeats R]
@@ -26,16 +26,16 @@ import statistics
 import time
 from fractions import Fraction
 
-from spec_verify.cells import Round, enumerate_round
-from spec_verify.implementations import load_implementation
-from spec_verify.power import required_samples as planned_samples
+from spec_verify.adapters._implementations import load_implementation
+from spec_verify.exact._cells import Round, enumerate_round
 from spec_verify.reference.exact import exact_verify
+from spec_verify.stats._power import required_samples as planned_samples
 
 ALPHA, DELTA, POWER = 1e-6, 1e-3, 0.99
 
 
 def required_samples(V: int) -> int:
-    """Samples a G-test needs to detect TV ``DELTA`` (``spec_verify.power``: noncentral
+    """Samples a G-test needs to detect TV ``DELTA`` (``spec_verify.stats._power``: noncentral
     chi-square, ``n = lambda(V - 1, alpha, power) / (4 delta^2)``)."""
     return planned_samples(V, ALPHA, DELTA, POWER)
 

@@ -22,8 +22,8 @@ from typing import Any
 
 from _port import add_port_argument, load_port
 
-from spec_verify import parity
 from spec_verify.reference import request_rng
+from spec_verify.tiers import parity
 
 
 def timed(fn: Any, repeats: int) -> tuple[Any, float]:

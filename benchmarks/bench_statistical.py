@@ -22,7 +22,7 @@ from typing import Any
 
 from _port import add_port_argument, load_port
 
-from spec_verify.statistical import STATISTICAL_CHECKS, run_statistical_tier
+from spec_verify.tiers.statistical import STATISTICAL_CHECKS, run_statistical_tier
 
 # The tier's verify_draft checks (generation runs Python modules only, not a C ABI library).
 CHECKS = [c.name for c in STATISTICAL_CHECKS if c.needs == "verify_draft"]

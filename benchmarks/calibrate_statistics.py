@@ -18,7 +18,7 @@ import argparse
 import os
 import time
 
-from spec_verify._calibration import measure_false_alarms, measure_power
+from spec_verify.tiers._calibration import measure_false_alarms, measure_power
 
 
 def main() -> None:

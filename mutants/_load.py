@@ -17,8 +17,8 @@ import sys
 from collections.abc import Mapping, Sequence
 from types import ModuleType
 
+from spec_verify.adapters._implementations import PythonImplementation
 from spec_verify.errors import UnknownImplementation
-from spec_verify.implementations import PythonImplementation
 
 from ._source import reference_sources
 from .catalogue import UnknownMutant, apply_mutant, mutant_by_id

@@ -17,8 +17,8 @@ import hypothesis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from spec_verify.adapters._implementations import Implementation
 from spec_verify.errors import InvalidArgument
-from spec_verify.implementations import Implementation
 from spec_verify.results import CheckResult, Status
 
 from . import checks

@@ -1,4 +1,4 @@
-"""Property checks that take any implementation (``spec_verify.implementations.Implementation``).
+"""Property checks that take any implementation (``spec_verify.adapters._implementations.Implementation``).
 
 Each check is a function ``check_<property>(impl, case)`` that returns None when the property
 holds and raises ``PropertyViolation`` (an ``AssertionError`` naming the property) when it
@@ -23,15 +23,15 @@ from typing import Any, NoReturn, TypeVar
 import numpy as np
 from numpy.typing import NDArray
 
-from spec_verify._drive import (
+from spec_verify.adapters._implementations import Implementation
+from spec_verify.errors import ImplementationError
+from spec_verify.tiers._drive import (
     CountingUniforms,
     generation_module,
     make_params,
     module_attr,
 )
-from spec_verify.errors import ImplementationError
-from spec_verify.generation_tier import rollback_problem
-from spec_verify.implementations import Implementation
+from spec_verify.tiers.generation import rollback_problem
 
 from .strategies import GenerationCase, VerifyCase
 

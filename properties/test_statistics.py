@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from spec_verify.results import CheckResult, Status
-from spec_verify.statistical import check_names, run_statistical_tier
+from spec_verify.tiers.statistical import check_names, run_statistical_tier
 
 pytestmark = pytest.mark.spec_statistical
 

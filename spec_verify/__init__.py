@@ -1,24 +1,41 @@
 """spec-verify: prove that a speculative sampler produces exactly the target's output.
 
-The reference sampler is ``spec_verify.reference``; the checks, the exact engine, statistics,
-mutants and the grader live in the submodules named in ARCHITECTURE.md. This module stays
-light (no scipy, no sympy): importing ``spec_verify.reference`` imports it first.
+The reference sampler is ``spec_verify.reference``. The harness is arranged in packages
+(ARCHITECTURE.md): ``adapters`` (how an implementation is called), ``tiers`` (the checks),
+``exact`` (the exact engine), ``stats`` (statistics), ``cli``; ``run_checks`` and
+``CheckReport`` (``runner``) are the one entry point that the CLI and the pytest plugin share.
+
+This module imports nothing heavy: the names below load on first use (PEP 562), so importing
+``spec_verify.reference`` or building the CLI parser costs no numpy, scipy or sympy.
 """
 
-from .errors import (
-    ImplementationError,
-    InvalidArgument,
-    InvalidDistribution,
-    SpecVerifyError,
-    UnknownImplementation,
-)
-from .implementations import Implementation, load_implementation
-from .results import CheckResult, Status
+from __future__ import annotations
+
+import importlib
+from typing import Any
 
 __version__ = "0.1.0"
 
+# name -> module that defines it (loaded on first attribute access)
+_LAZY = {
+    "CheckReport": "spec_verify.runner",
+    "CheckResult": "spec_verify.results",
+    "ExitCode": "spec_verify.results",
+    "Implementation": "spec_verify.adapters",
+    "ImplementationError": "spec_verify.errors",
+    "InvalidArgument": "spec_verify.errors",
+    "InvalidDistribution": "spec_verify.errors",
+    "SpecVerifyError": "spec_verify.errors",
+    "Status": "spec_verify.results",
+    "UnknownImplementation": "spec_verify.errors",
+    "load_implementation": "spec_verify.adapters",
+    "run_checks": "spec_verify.runner",
+}
+
 __all__ = [
+    "CheckReport",
     "CheckResult",
+    "ExitCode",
     "Implementation",
     "ImplementationError",
     "InvalidArgument",
@@ -28,4 +45,18 @@ __all__ = [
     "UnknownImplementation",
     "__version__",
     "load_implementation",
+    "run_checks",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'spec_verify' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_LAZY])

@@ -14,8 +14,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from .errors import SpecVerifyError
-from .results import CheckResult, Status
+from spec_verify.errors import SpecVerifyError
+from spec_verify.results import CheckResult, Status
 
 __all__ = ["PlotsUnavailable", "plottable", "write_plots"]
 

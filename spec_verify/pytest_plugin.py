@@ -198,7 +198,7 @@ def pytest_report_header(config: pytest.Config) -> str:
 def _implementation(config: pytest.Config) -> Any:
     """The implementation under test, loaded once per session."""
     if _IMPL_KEY not in config.stash:
-        from .implementations import load_implementation
+        from spec_verify.adapters._implementations import load_implementation
 
         config.stash[_IMPL_KEY] = load_implementation(config.getoption("--spec-impl"))
     return config.stash[_IMPL_KEY]
@@ -232,7 +232,7 @@ def spec_rng(request: pytest.FixtureRequest, spec_seed: int) -> Any:
 def spec_params(spec_impl: Any) -> Callable[..., Any]:
     """``spec_params(**fields)``: the implementation's sampling parameters from the contract's
     field names (``temperature``, ``top_k``, ``top_p``, ...)."""
-    from ._drive import make_params
+    from spec_verify.tiers._drive import make_params
 
     def build(**fields: Any) -> Any:
         return make_params(spec_impl, **fields)

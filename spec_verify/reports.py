@@ -15,8 +15,8 @@ import xml.etree.ElementTree as ET
 from fractions import Fraction
 from typing import Any
 
-from .results import CheckResult, Status
-from .runner import CheckReport
+from spec_verify.results import CheckResult, Status
+from spec_verify.runner import CheckReport
 
 __all__ = [
     "format_failures",

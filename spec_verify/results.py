@@ -6,7 +6,7 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["CheckResult", "Status"]
+__all__ = ["CheckResult", "ExitCode", "Status"]
 
 
 class Status(str, enum.Enum):
@@ -75,3 +75,13 @@ class CheckResult:
             "repro": self.repro,
             "seconds": self.seconds,
         }
+
+
+class ExitCode(enum.IntEnum):
+    """The process exit codes of ``spec-verify``; every face reads the verdict from here."""
+
+    PASSED = 0  # every requested check passed, as computed by the harness
+    FAILED = 1  # at least one check failed, errored, or was not proven (see CheckReport)
+    USAGE_ERROR = 2  # bad arguments: nothing was checked
+    HARNESS_ERROR = 3  # the harness itself could not finish (a bug, or a hung implementation)
+    INTERRUPTED = 130  # Ctrl-C or SIGTERM: the run is incomplete

@@ -22,9 +22,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .errors import ImplementationError, UnknownImplementation
-from .implementations import Implementation, load_implementation
-from .results import CheckResult, Status
+from spec_verify.adapters._implementations import Implementation, load_implementation
+from spec_verify.errors import ImplementationError, UnknownImplementation
+from spec_verify.results import CheckResult, Status
 
 __all__ = [
     "TIERS",
@@ -52,21 +52,21 @@ TIERS: tuple[TierSpec, ...] = (
     TierSpec(
         "contract",
         frozenset({"verify_draft", "sampling_distribution", "prompt_lookup", "pcg32"}),
-        ("spec_verify.contract_tier:run_contract_tier",),
+        ("spec_verify.tiers.contract:run_contract_tier",),
         "shapes, types, id ranges, errors on bad input",
     ),
     TierSpec(
         "greedy",
         frozenset({"verify_draft"}),
-        ("spec_verify.greedy_tier:run_greedy_tier",),
+        ("spec_verify.tiers.greedy:run_greedy_tier",),
         "temperature 0 equals the argmax chain and plain greedy generation",
     ),
     TierSpec(
         "exact",
         frozenset({"injected_uniforms"}),
         (
-            "spec_verify.exact_engine:run_exact_tier",
-            "spec_verify.cells:run_exact_tier",
+            "spec_verify.tiers.exact:run_exact_tier",
+            "spec_verify.exact._cells:run_exact_tier",
             "spec_verify.exact_tier:run_exact_tier",
         ),
         "the output distribution equals the target as Fractions",
@@ -74,7 +74,7 @@ TIERS: tuple[TierSpec, ...] = (
     TierSpec(
         "parity",
         frozenset({"verify_draft", "sampling_distribution", "prompt_lookup", "pcg32"}),
-        ("spec_verify.parity:run_parity_tier",),
+        ("spec_verify.tiers.parity:run_parity_tier",),
         "the reference's decisions on shared logits and streams",
     ),
     TierSpec(
@@ -90,13 +90,13 @@ TIERS: tuple[TierSpec, ...] = (
     TierSpec(
         "statistical",
         frozenset({"verify_draft"}),
-        ("spec_verify.statistical:run_statistical_tier",),
+        ("spec_verify.tiers.statistical:run_statistical_tier",),
         "goodness of fit with a declared false-alarm rate and power",
     ),
     TierSpec(
         "generation",
         frozenset({"generation"}),
-        ("spec_verify.generation_tier:run_generation_tier",),
+        ("spec_verify.tiers.generation:run_generation_tier",),
         "rollback, stats, EOS/stop/budget and logprobs of speculative_generate",
     ),
 )

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from scipy import stats
 
-from spec_verify.binomial import BinomialResult, acceptance_rate_test, clopper_pearson
 from spec_verify.errors import InvalidArgument
+from spec_verify.stats._binomial import BinomialResult, acceptance_rate_test, clopper_pearson
 
 
 @pytest.mark.parametrize(("n", "alpha"), [(1, 0.05), (10, 0.05), (100, 1e-6)])

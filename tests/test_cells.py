@@ -10,8 +10,10 @@ from fractions import Fraction as F
 
 import pytest
 
-from spec_verify import cells
-from spec_verify.cells import (
+from spec_verify.adapters._implementations import Implementation, load_implementation
+from spec_verify.errors import InvalidArgument, InvalidDistribution
+from spec_verify.exact import _cells as cells
+from spec_verify.exact._cells import (
     GUARD,
     Round,
     check_dist,
@@ -19,8 +21,6 @@ from spec_verify.cells import (
     enumerate_round,
     parse_dist,
 )
-from spec_verify.errors import InvalidArgument, InvalidDistribution
-from spec_verify.implementations import Implementation, load_implementation
 from spec_verify.reference.exact import exact_verify
 from tests.impls import misbehaving
 
@@ -319,7 +319,7 @@ def test_params_that_raise_are_an_error() -> None:
 
 
 def test_implementation_hints_are_snapped_to() -> None:
-    from spec_verify.lossy import EnsembleVerification
+    from spec_verify.exact._lossy import EnsembleVerification
 
     rule = EnsembleVerification("1/3")
     e = enumerate_round(rule, SEED_ROUND)

@@ -7,8 +7,9 @@ import json
 
 import pytest
 
-from spec_verify import _cmd_power, cli
-from spec_verify.power import detectable_delta, max_vocabulary, required_samples
+from spec_verify.cli import _main as cli
+from spec_verify.cli import _power as _cmd_power
+from spec_verify.stats._power import detectable_delta, max_vocabulary, required_samples
 
 
 def run(argv: list[str]) -> int:
@@ -20,7 +21,7 @@ def run(argv: list[str]) -> int:
 
 
 def test_listed_in_the_cli() -> None:
-    assert "spec_verify._cmd_power" in cli._COMMANDS
+    assert "spec_verify.cli._power" in cli._COMMANDS
 
 
 def test_through_the_cli_entry_point(capsys: pytest.CaptureFixture[str]) -> None:

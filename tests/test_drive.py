@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from spec_verify._drive import SampledVerifier, VerifyRequest, implementation_rng, make_params
-from spec_verify.implementations import load_implementation
+from spec_verify.adapters._implementations import load_implementation
+from spec_verify.tiers._drive import SampledVerifier, VerifyRequest, implementation_rng, make_params
 
 ROWS = np.log(np.array([[0.5, 0.25, 0.25], [0.2, 0.3, 0.5]]))
 Q = np.array([[0.25, 0.5, 0.25]])

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from spec_verify.generation_tier import rollback_problem, run_generation_tier
-from spec_verify.implementations import load_implementation
+from spec_verify.adapters._implementations import load_implementation
+from spec_verify.tiers.generation import rollback_problem, run_generation_tier
 
 PROMPT = [1, 2, 3]
 

@@ -11,7 +11,7 @@ import pytest
 from scipy import stats
 
 from spec_verify.errors import InvalidArgument, InvalidDistribution
-from spec_verify.gof import GofResult, g_test, pool_cells, probabilities
+from spec_verify.stats._gof import GofResult, g_test, pool_cells, probabilities
 
 # Declared false-failure probability of each simulated assertion (binomial tail), < 1e-6 in all.
 FALSE_FAILURE = 1e-7

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from spec_verify._guard import guarded_call
+from spec_verify.adapters._guard import guarded_call
 from spec_verify.errors import ImplementationError
 
 
@@ -76,7 +76,7 @@ def test_an_implementation_that_swallows_every_timeout_ends_the_run_loudly(tmp_p
 
     script = tmp_path / "swallow.py"
     script.write_text(
-        "from spec_verify._guard import guarded_call\n"
+        "from spec_verify.adapters._guard import guarded_call\n"
         "def stubborn():\n"
         "    while True:\n"
         "        try:\n"

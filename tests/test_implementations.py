@@ -9,10 +9,10 @@ import types
 import numpy as np
 import pytest
 
-from spec_verify._drive import GuardedModule
 from spec_verify.cli import main
 from spec_verify.errors import ImplementationError
 from spec_verify.reference import CacheMismatch, SamplingParams, request_rng
+from spec_verify.tiers._drive import GuardedModule
 from tests.impls import misbehaving
 
 ROWS = np.log(np.array([[0.5, 0.25, 0.25], [0.2, 0.3, 0.5]]))

@@ -7,18 +7,18 @@ from fractions import Fraction as F
 
 import pytest
 
-from spec_verify import lossy
+from spec_verify.adapters._implementations import Implementation
 from spec_verify.errors import InvalidArgument, InvalidDistribution
-from spec_verify.implementations import Implementation
-from spec_verify.lossy import (
+from spec_verify.exact import _lossy as lossy
+from spec_verify.exact._lossy import (
     ConfidenceThreshold,
     EnsembleVerification,
     TypicalAcceptance,
     lossy_rule,
     measure,
 )
+from spec_verify.exact._theorems import run_exact_tier
 from spec_verify.results import Status
-from spec_verify.theorems import run_exact_tier
 
 P = ("1/2", "1/4", "1/8", "1/8")
 Q = ("1/8", "1/2", "1/4", "1/8")

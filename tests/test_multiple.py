@@ -10,7 +10,7 @@ import pytest
 from scipy import stats
 
 from spec_verify.errors import InvalidArgument
-from spec_verify.multiple import holm, holm_thresholds, per_test_alpha
+from spec_verify.stats._multiple import holm, holm_thresholds, per_test_alpha
 
 # Declared false-failure probability of the simulated assertion (binomial tail).
 FALSE_FAILURE = 1e-7

@@ -8,7 +8,17 @@ import sys
 
 import pytest
 
-PACKAGES = ["spec_verify", "spec_verify.reference", "spec_verify.properties", "spec_verify.mutants"]
+PACKAGES = [
+    "spec_verify",
+    "spec_verify.adapters",
+    "spec_verify.cli",
+    "spec_verify.exact",
+    "spec_verify.mutants",
+    "spec_verify.properties",
+    "spec_verify.reference",
+    "spec_verify.stats",
+    "spec_verify.tiers",
+]
 
 
 def isort_style(name: str) -> tuple[int, str]:

@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from spec_verify import parity
-from spec_verify.implementations import load_implementation
-from spec_verify.parity import VerifyCase, lookup_case, run_parity_tier, shrink, verify_case
+from spec_verify.adapters._implementations import load_implementation
 from spec_verify.reference import SamplingParams, verify_draft
 from spec_verify.results import Status
+from spec_verify.tiers import parity
+from spec_verify.tiers.parity import VerifyCase, lookup_case, run_parity_tier, shrink, verify_case
 
 
 class SwappedDraws:

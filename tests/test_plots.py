@@ -91,8 +91,8 @@ def test_one_png_per_plottable_result(tmp_path: Path) -> None:
 
 def test_plots_of_a_real_run(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
-    from spec_verify.implementations import load_implementation
-    from spec_verify.statistical import run_statistical_tier
+    from spec_verify.adapters._implementations import load_implementation
+    from spec_verify.tiers.statistical import run_statistical_tier
 
     results = run_statistical_tier(
         load_implementation("python:tests.properties.impls.accept_all"),

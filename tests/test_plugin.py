@@ -12,7 +12,7 @@ import scipy.stats  # noqa: F401
 from hypothesis import settings
 
 import spec_verify.properties
-import spec_verify.statistical  # noqa: F401
+import spec_verify.tiers.statistical  # noqa: F401
 
 pytest_plugins = ["pytester"]
 

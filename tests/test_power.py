@@ -10,8 +10,8 @@ import pytest
 from scipy import stats
 
 from spec_verify.errors import InvalidArgument
-from spec_verify.gof import g_test
-from spec_verify.power import (
+from spec_verify.stats._gof import g_test
+from spec_verify.stats._power import (
     MAX_VOCABULARY,
     achieved_power,
     detectable_delta,

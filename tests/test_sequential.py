@@ -12,7 +12,7 @@ import pytest
 from scipy import special, stats
 
 from spec_verify.errors import InvalidArgument, InvalidDistribution
-from spec_verify.sequential import SequentialGofTest, SequentialResult
+from spec_verify.stats._sequential import SequentialGofTest, SequentialResult
 
 # Declared false-failure probability of each simulated assertion (binomial tail).
 FALSE_FAILURE = 1e-7

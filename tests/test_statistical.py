@@ -12,13 +12,13 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from spec_verify._calibration import hardest_alternative, measure_false_alarms, measure_power
+from spec_verify.adapters._implementations import PythonImplementation, load_implementation
 from spec_verify.errors import InvalidArgument
-from spec_verify.implementations import PythonImplementation, load_implementation
-from spec_verify.power import required_samples
 from spec_verify.reference import SamplingParams, sampling_distribution
 from spec_verify.results import Status
-from spec_verify.statistical import (
+from spec_verify.stats._power import required_samples
+from spec_verify.tiers._calibration import hardest_alternative, measure_false_alarms, measure_power
+from spec_verify.tiers.statistical import (
     STATISTICAL_CHECKS,
     FirstTokenCheck,
     GenerationCheck,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from spec_verify.errors import InvalidArgument
-from spec_verify.symbolic import derivations, expected_length, per_token_identity
+from spec_verify.exact._symbolic import derivations, expected_length, per_token_identity
 
 
 def test_both_derivations_are_proven() -> None:

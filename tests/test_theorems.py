@@ -10,12 +10,10 @@ from fractions import Fraction as F
 import numpy as np
 import pytest
 
-from spec_verify.cells import Round, contract_output
+from spec_verify.adapters._implementations import Implementation, load_implementation
 from spec_verify.errors import InvalidArgument, InvalidDistribution
-from spec_verify.implementations import Implementation, load_implementation
-from spec_verify.reference.exact import expected_tokens_per_round
-from spec_verify.results import Status
-from spec_verify.theorems import (
+from spec_verify.exact._cells import Round, contract_output
+from spec_verify.exact._theorems import (
     DEFAULT_CASES,
     THEOREMS,
     _filtered,
@@ -28,6 +26,8 @@ from spec_verify.theorems import (
     run_exact_tier,
     run_theorem,
 )
+from spec_verify.reference.exact import expected_tokens_per_round
+from spec_verify.results import Status
 from tests.impls import misbehaving
 
 P = (F(1, 2), F(1, 4), F(1, 4))

@@ -57,7 +57,7 @@ def c_libs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, pathlib.Path]:
 
 
 def _build(features: tuple[str, ...]) -> pathlib.Path:
-    from spec_verify._rust_build import PortBuildError, build_port, find_cargo
+    from spec_verify.adapters._rust_build import PortBuildError, build_port, find_cargo
 
     if find_cargo() is None:
         pytest.skip("cargo not found: the Rust port cannot be built")

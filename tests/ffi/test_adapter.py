@@ -9,9 +9,9 @@ import time
 import numpy as np
 import pytest
 
-from spec_verify._adapter_ffi import FfiImplementation
+from spec_verify.adapters._ffi_adapter import FfiImplementation
+from spec_verify.adapters._implementations import Implementation, load_implementation
 from spec_verify.errors import ImplementationError, UnknownImplementation
-from spec_verify.implementations import Implementation, load_implementation
 from spec_verify.reference import InvalidLogits, SamplingParams, request_rng, verify_draft
 
 ROWS = np.log([[0.5, 0.25, 0.25], [0.2, 0.3, 0.5]])

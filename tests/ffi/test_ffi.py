@@ -1,4 +1,4 @@
-"""Direct tests of the thin ctypes layer (``spec_verify._ffi.Library``), in process.
+"""Direct tests of the thin ctypes layer (``spec_verify.adapters._ffi.Library``), in process.
 
 Only well-behaved libraries are loaded in this process (the Rust port and the stub libraries
 that fail at load or write out of bounds); crashing ones go through the worker (test_adapter).
@@ -11,7 +11,13 @@ import math
 import numpy as np
 import pytest
 
-from spec_verify._ffi import ABI_VERSION, CallbackFailed, Library, SvSamplingParams, params_struct
+from spec_verify.adapters._ffi import (
+    ABI_VERSION,
+    CallbackFailed,
+    Library,
+    SvSamplingParams,
+    params_struct,
+)
 from spec_verify.errors import ImplementationError, UnknownImplementation
 from spec_verify.reference import (
     InvalidDraft,

@@ -7,10 +7,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from spec_verify._drive import SampledVerifier, VerifyRequest, make_params
-from spec_verify.implementations import load_implementation
+from spec_verify.adapters._implementations import load_implementation
 from spec_verify.results import Status
-from spec_verify.statistical import run_statistical_tier
+from spec_verify.tiers._drive import SampledVerifier, VerifyRequest, make_params
+from spec_verify.tiers.statistical import run_statistical_tier
 
 ROWS = np.log(np.array([[0.5, 0.25, 0.25], [0.2, 0.3, 0.5]]))
 Q = np.array([[0.25, 0.5, 0.25]])

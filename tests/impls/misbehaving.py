@@ -9,7 +9,7 @@ import sys
 import types
 from typing import Any
 
-from spec_verify.implementations import PythonImplementation
+from spec_verify.adapters._implementations import PythonImplementation
 from spec_verify.reference import SamplingParams
 
 __all__ = ["MODES", "load"]

@@ -1,0 +1,75 @@
+"""How an implementation is called: the ``Implementation`` protocol, the loaders of
+``python:``, ``ffi:`` and ``mutant:`` specs, the FFI worker and the Rust port build."""
+
+from spec_verify._exports import check_exports
+from spec_verify.adapters._ffi import (
+    ABI_VERSION,
+    CANARY_WORDS,
+    REQUEST_STREAM,
+    STATUS_NAMES,
+    SYMBOLS,
+    CallbackFailed,
+    Library,
+    SvSamplingParams,
+    params_struct,
+)
+from spec_verify.adapters._ffi_adapter import (
+    DEFAULT_TIMEOUT,
+    Call,
+    FfiImplementation,
+    Outcome,
+    load_ffi,
+)
+from spec_verify.adapters._guard import (
+    guarded_call,
+)
+from spec_verify.adapters._implementations import (
+    CAPABILITIES,
+    Implementation,
+    PythonImplementation,
+    load_implementation,
+)
+from spec_verify.adapters._rust_build import (
+    CRATE_ENV,
+    CRATE_NAME,
+    PortBuildError,
+    build_port,
+    find_cargo,
+    find_crate,
+    library_filename,
+    port_features,
+    variant_target_dir,
+)
+
+__all__ = [
+    "ABI_VERSION",
+    "CANARY_WORDS",
+    "CAPABILITIES",
+    "CRATE_ENV",
+    "CRATE_NAME",
+    "DEFAULT_TIMEOUT",
+    "REQUEST_STREAM",
+    "STATUS_NAMES",
+    "SYMBOLS",
+    "Call",
+    "CallbackFailed",
+    "FfiImplementation",
+    "Implementation",
+    "Library",
+    "Outcome",
+    "PortBuildError",
+    "PythonImplementation",
+    "SvSamplingParams",
+    "build_port",
+    "find_cargo",
+    "find_crate",
+    "guarded_call",
+    "library_filename",
+    "load_ffi",
+    "load_implementation",
+    "params_struct",
+    "port_features",
+    "variant_target_dir",
+]
+
+check_exports(__name__, __all__, globals())

@@ -1,0 +1,277 @@
+"""Implementations under test: the adapter protocol and the loader from one spec string.
+
+Specs: ``reference`` (the bundled reference), ``python:package.module`` (a module exposing the
+contract names of seed section 4), ``ffi:path/to/lib.so`` (a shared library exporting the C ABI
+of ``spec_verify.h``), ``mutant:s03`` (the reference with one planted bug). The adapters are the
+only code that knows how an implementation is called; tiers see only ``Implementation``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import operator
+from collections.abc import Callable, Sequence
+from types import ModuleType
+from typing import Any, Protocol, TypeVar, runtime_checkable
+
+import numpy as np
+from numpy.typing import NDArray
+
+from spec_verify.adapters._guard import guarded_call
+from spec_verify.errors import ImplementationError, UnknownImplementation
+
+T = TypeVar("T")
+
+__all__ = [
+    "CAPABILITIES",
+    "Implementation",
+    "PythonImplementation",
+    "load_implementation",
+]
+
+# What an implementation may offer; tiers skip what is missing.
+CAPABILITIES = (
+    "verify_draft",  # verify_draft(target_logits, draft_ids, draft_probs, p, history, rng, prompt)
+    "injected_uniforms",  # verify_draft takes any uniform source (the exact tier needs it)
+    "sampling_distribution",
+    "prompt_lookup",  # PromptLookupDraft(max_ngram, min_ngram).propose(ctx, k, None)
+    "pcg32",  # request_rng(seed).random()
+    "generation",  # speculative_generate, generate and the bundled models (a Python module)
+)
+
+# scheme -> "module:function" of the adapter that loads it (imported lazily).
+_LOADERS = {
+    "python": "spec_verify.adapters._implementations:load_python",
+    "ffi": "spec_verify.adapters._ffi_adapter:load_ffi",
+    "mutant": "spec_verify.mutants._load:load_mutant",
+}
+
+
+@runtime_checkable
+class Implementation(Protocol):
+    """What a tier may call. Every call raises ``ImplementationError`` if the implementation
+    crashes, hangs or returns garbage, and the contract's ``ValueError`` on bad input."""
+
+    name: str
+    capabilities: frozenset[str]
+
+    def verify_draft(
+        self,
+        target_logits: NDArray[np.float64],
+        draft_ids: Sequence[int],
+        draft_probs: NDArray[np.float64] | None,
+        p: Any,
+        history: Sequence[int],
+        rng: Any,
+        prompt: Sequence[int] = (),
+    ) -> tuple[list[int], int]: ...
+
+    def sampling_distribution(
+        self,
+        logits: NDArray[np.float64],
+        p: Any,
+        history: Sequence[int] = (),
+        prompt: Sequence[int] = (),
+    ) -> NDArray[np.float64]: ...
+
+    def prompt_lookup(
+        self, ctx: Sequence[int], k: int, max_ngram: int = 3, min_ngram: int = 1
+    ) -> list[int]: ...
+
+    def pcg32_uniforms(self, seed: int, n: int) -> list[float]: ...
+
+
+class PythonImplementation:
+    """An implementation given as a Python module with the contract's names.
+
+    ``module`` is kept so the generation tier can reach ``speculative_generate``, ``generate``
+    and the models when the module offers them.
+    """
+
+    def __init__(self, name: str, module: ModuleType, timeout: float = 10.0) -> None:
+        self.name = name
+        self.module = module
+        self.timeout = timeout
+        self._hung: dict[str, str] = {}  # call -> how it hung
+        offered = {
+            "verify_draft": hasattr(module, "verify_draft"),
+            "injected_uniforms": hasattr(module, "verify_draft"),
+            "sampling_distribution": hasattr(module, "sampling_distribution"),
+            "prompt_lookup": hasattr(module, "PromptLookupDraft"),
+            "pcg32": hasattr(module, "request_rng"),
+            "generation": all(
+                hasattr(module, n) for n in ("speculative_generate", "generate", "SamplingParams")
+            ),
+        }
+        self.capabilities = frozenset(k for k, v in offered.items() if v)
+
+    def params(self, **fields: Any) -> Any:
+        """The module's own ``SamplingParams`` (tiers build parameters through this), or the
+        reference's when the module has none (it then takes the reference's params object)."""
+        from spec_verify.reference import SamplingParams
+
+        return getattr(self.module, "SamplingParams", SamplingParams)(**fields)
+
+    def verify_draft(
+        self,
+        target_logits: NDArray[np.float64],
+        draft_ids: Sequence[int],
+        draft_probs: NDArray[np.float64] | None,
+        p: Any,
+        history: Sequence[int],
+        rng: Any,
+        prompt: Sequence[int] = (),
+    ) -> tuple[list[int], int]:
+        m, V = len(draft_ids), np.shape(target_logits)[-1]
+
+        def call() -> tuple[list[int], int]:
+            result = self.module.verify_draft(
+                target_logits, list(draft_ids), draft_probs, p, list(history), rng, list(prompt)
+            )
+            # Read the result under the same time limit: an endless iterable is a hang too.
+            return _check_verify_result(self.name, result, m, V)
+
+        return self._guarded("verify_draft", call)
+
+    def sampling_distribution(
+        self,
+        logits: NDArray[np.float64],
+        p: Any,
+        history: Sequence[int] = (),
+        prompt: Sequence[int] = (),
+    ) -> NDArray[np.float64]:
+        result = self._guarded(
+            "sampling_distribution",
+            self.module.sampling_distribution,
+            logits,
+            p,
+            list(history),
+            list(prompt),
+        )
+        return np.asarray(result, dtype=np.float64)
+
+    def prompt_lookup(
+        self, ctx: Sequence[int], k: int, max_ngram: int = 3, min_ngram: int = 1
+    ) -> list[int]:
+        draft = self.module.PromptLookupDraft(max_ngram=max_ngram, min_ngram=min_ngram)
+        ids, _ = self._guarded("prompt_lookup", draft.propose, list(ctx), k, None)
+        return [int(i) for i in ids]
+
+    def pcg32_uniforms(self, seed: int, n: int) -> list[float]:
+        def call() -> list[float]:
+            rng = self.module.request_rng(seed)
+            return [float(rng.random()) for _ in range(n)]
+
+        return self._guarded("request_rng", call)
+
+    def _guarded(self, call: str, fn: Callable[..., T], *args: Any) -> T:
+        return self.call_guarded(call, self.timeout, fn, *args)
+
+    def call_guarded(
+        self,
+        call: str,
+        timeout: float,
+        fn: Callable[..., T],
+        *args: Any,
+        passthrough: tuple[type[BaseException], ...] = (),
+    ) -> T:
+        """``fn(*args)`` under ``guarded_call`` with ``timeout``; a call that hung once is not
+        made again in this run (each further hang would cost the whole limit again)."""
+        if call in self._hung:
+            raise ImplementationError(
+                self.name,
+                call,
+                f"is not called again: it hung earlier in this run ({self._hung[call]})",
+            )
+        try:
+            return guarded_call(self.name, call, timeout, fn, *args, passthrough=passthrough)
+        except ImplementationError as exc:
+            if "did not return within" in exc.reason:
+                self._hung[call] = exc.reason
+            raise
+
+    def __repr__(self) -> str:
+        return f"PythonImplementation({self.name!r})"
+
+
+def _check_verify_result(name: str, result: Any, m: int, V: int) -> tuple[list[int], int]:
+    """Turn garbage into an ``ImplementationError`` naming what was wrong."""
+    try:
+        emitted, n_accepted = result
+        # operator.index, not int(): a float id (2.75, or inf) is garbage, not a token.
+        emitted = [operator.index(t) for t in emitted]
+        n_accepted = operator.index(n_accepted)
+    except (TypeError, ValueError) as exc:
+        raise ImplementationError(
+            name,
+            "verify_draft",
+            f"returned {result!r}: {exc} (the contract returns a list of int token ids and an "
+            "int n_accepted)",
+        ) from exc
+    if not 0 <= n_accepted <= m or len(emitted) != n_accepted + 1:
+        raise ImplementationError(
+            name,
+            "verify_draft",
+            f"returned {len(emitted)} ids with n_accepted={n_accepted} for m={m} drafts; "
+            "the contract is len(emitted) == n_accepted + 1 and 0 <= n_accepted <= m",
+        )
+    bad = [t for t in emitted if not 0 <= t < V]
+    if bad:
+        raise ImplementationError(name, "verify_draft", f"returned ids out of [0, {V}): {bad}")
+    return emitted, n_accepted
+
+
+def load_python(spec: str, module_name: str) -> PythonImplementation:
+    if not module_name:
+        raise UnknownImplementation("impl", spec, "python: needs a module", "python:package.module")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise UnknownImplementation(
+            "impl",
+            spec,
+            f"module {module_name!r} cannot be imported ({exc})",
+            "check the name and that it is on sys.path",
+        ) from exc
+    if not hasattr(module, "verify_draft"):
+        raise UnknownImplementation(
+            "impl",
+            spec,
+            f"module {module_name!r} has no verify_draft",
+            "expose the contract names of seed section 4",
+        )
+    return PythonImplementation(spec, module)
+
+
+def load_implementation(spec: str) -> Implementation:
+    """Load an implementation from its spec string (see the module docstring).
+
+    Raises:
+        UnknownImplementation: the spec names nothing loadable; the message says why and the fix.
+    """
+    if not isinstance(spec, str) or not spec:
+        raise UnknownImplementation(
+            "impl",
+            spec,
+            "must be a non-empty string",
+            "reference, python:pkg.mod, ffi:lib.so or mutant:s03",
+        )
+    if spec == "reference":
+        return load_python(spec, "spec_verify.reference")
+    scheme, sep, rest = spec.partition(":")
+    if not sep or scheme not in _LOADERS:
+        raise UnknownImplementation(
+            "impl",
+            spec,
+            f"unknown scheme {scheme!r}",
+            "use reference, python:pkg.mod, ffi:path/to/lib.so or mutant:sNN",
+        )
+    module_name, _, function = _LOADERS[scheme].partition(":")
+    try:
+        loader = getattr(importlib.import_module(module_name), function)
+    except (ImportError, AttributeError) as exc:
+        raise UnknownImplementation(
+            "impl", spec, f"the {scheme}: adapter is unavailable ({exc})"
+        ) from exc
+    impl: Implementation = loader(spec, rest)
+    return impl

@@ -1,0 +1,153 @@
+"""``spec-verify check``: the gate. Every tier the implementation supports, one verdict.
+
+Exit code 0 only when every check passed (SKIPPED does not fail a run; FAILED, ERROR and
+NOT_PROVABLE do, the last unless ``--allow-not-provable``); 2 for a usage error. Progress goes
+to stderr, the table and the failures (each with one command that reproduces it) to stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import Any, TextIO
+
+__all__ = ["register", "run"]
+
+_TIERS = ("contract", "greedy", "exact", "parity", "properties", "statistical", "generation")
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "check",
+        help="gate an implementation: contract, greedy, exact, parity, statistics, generation",
+        description="Run every tier the implementation supports and exit 0 only when every "
+        "check passed. Without --impl it checks the bundled reference.",
+    )
+    parser.add_argument(
+        "--impl",
+        default="reference",
+        metavar="SPEC",
+        help="reference (default), python:pkg.mod, ffi:path/to/lib.so or mutant:sNN",
+    )
+    parser.add_argument(
+        "--tier",
+        action="append",
+        choices=_TIERS,
+        metavar="TIER",
+        help=f"run only this tier (repeatable): {', '.join(_TIERS)}",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="root seed of every generated case")
+    parser.add_argument("--quick", action="store_true", help="fewer cases, for a fast signal")
+    parser.add_argument(
+        "--case-seed",
+        type=int,
+        default=None,
+        metavar="N",
+        help="replay one parity case (as printed by a failure)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        metavar="S",
+        help="seconds per call before an implementation counts as hung (FFI: default 10)",
+    )
+    parser.add_argument("--json", metavar="FILE", help="write the JSON report here")
+    parser.add_argument("--junit", metavar="FILE", help="write a JUnit XML report here")
+    parser.add_argument("--plots", metavar="DIR", help="write PNG plots here (needs matplotlib)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress on stderr")
+    parser.add_argument(
+        "--allow-not-provable",
+        action="store_true",
+        help="let exact checks that are 'not provable' (e.g. float32 sums) pass the run; by "
+        "default they fail it, since nothing was proven there",
+    )
+    parser.set_defaults(func=run)
+
+
+class _Progress:
+    """One updating line on a terminal; on a pipe, a line per tier (and every 10 s)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.tty = stream.isatty()
+        self.started = time.monotonic()
+        self.last_topic = ""
+        self.last_print = 0.0
+        self.width = 0
+
+    def __call__(self, message: str) -> None:
+        elapsed = time.monotonic() - self.started
+        text = f"[{elapsed:6.1f}s] {message}"
+        if self.tty:
+            pad = max(0, self.width - len(text))
+            self.stream.write("\r" + text + " " * pad)
+            self.width = len(text)
+        else:
+            topic = message.split(":", 1)[0]
+            now = time.monotonic()
+            if topic == self.last_topic and now - self.last_print < 10:
+                return
+            self.last_topic, self.last_print = topic, now
+            self.stream.write(text + "\n")
+        self.stream.flush()
+
+    def done(self) -> None:
+        if self.tty and self.width:
+            self.stream.write("\r" + " " * self.width + "\r")
+            self.stream.flush()
+
+
+def run(args: argparse.Namespace) -> int:
+    from spec_verify import reports
+    from spec_verify.errors import UnknownImplementation
+    from spec_verify.runner import run_checks
+
+    if args.timeout is not None and not args.timeout > 0:
+        print("spec-verify check: --timeout must be > 0", file=sys.stderr)
+        return 2
+    tiers = args.tier
+    if args.case_seed is not None and not tiers:
+        tiers = ["parity"]
+    progress = None if args.no_progress else _Progress(sys.stderr)
+    try:
+        report = run_checks(
+            args.impl,
+            tiers=tiers,
+            seed=args.seed,
+            quick=args.quick,
+            case_seed=args.case_seed,
+            timeout=args.timeout,
+            progress=progress,
+            allow_not_provable=args.allow_not_provable,
+        )
+    except UnknownImplementation as exc:
+        print(f"spec-verify check: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        if progress is not None:
+            progress.done()
+    print(reports.format_summary(report))
+    failures = reports.format_failures(report)
+    if failures:
+        print("\n" + failures)
+    if args.json:
+        print(f"JSON report: {reports.write_json(report, args.json)}")
+    if args.junit:
+        print(f"JUnit report: {reports.write_junit(report, args.junit)}")
+    if args.plots:
+        try:
+            from spec_verify.plots import write_plots
+
+            written = list(write_plots(report.results, args.plots))
+            acceptance = reports.write_acceptance_plot(report, args.plots)
+        except ImportError as exc:
+            print(
+                f"plots skipped: {exc} (pip install 'spec-verify[plots]' for matplotlib)",
+                file=sys.stderr,
+            )
+        else:
+            written += [acceptance] if acceptance else []
+            print(f"plots: {len(written)} PNG files in {args.plots}")
+    return 0 if report.passed else 1

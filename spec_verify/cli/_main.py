@@ -1,0 +1,55 @@
+"""The ``spec-verify`` command: a thin face over the library.
+
+Each sub-command lives in its own ``_cmd_<name>.py`` module exposing
+``register(subparsers) -> None`` (adds its parser and sets ``func``) and is listed in
+``_COMMANDS``; the modules are imported lazily so that ``spec-verify --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+__all__ = ["main"]
+
+# Sub-command modules, in the order ``--help`` lists them.
+_COMMANDS = (
+    "spec_verify.cli._check",
+    "spec_verify.cli._demo",
+    "spec_verify.cli._power",
+    "spec_verify.cli._mutants",
+    "spec_verify.cli._grade",
+    "spec_verify.cli._prove",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="spec-verify",
+        description="Prove that a speculative sampler produces exactly the target's output.",
+    )
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for module_name in _COMMANDS:
+        importlib.import_module(module_name).register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; the return value is the process exit code (0 only when all passed)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        code: int = args.func(args)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

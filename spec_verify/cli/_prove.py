@@ -1,0 +1,298 @@
+"""``spec-verify prove``: exact proofs by cell enumeration, sympy derivations, lossy rules.
+
+Modes (one per call):
+
+- ``--p 1/2,1/4,1/4 --q 1/4,1/2,1/4 [--x 1]``: one position, the table of seed section 3 for
+  each drafted ``x`` (the cells each draw falls in, their exact widths, the outcome), then the
+  first token over ``x ~ q`` against ``p`` and the verdict;
+- ``--case THEOREM/INDEX``: one generated case (as failures print it), its distribution against
+  the target's;
+- ``--theorem NAME``: one theorem on ``--cases`` seeded cases; no mode: every theorem;
+- ``--symbolic``: the sympy derivations of the per-token identity and the expected length;
+- ``--lossy RULE --p .. --q ..``: a lossy rule's exact output, TV distance and acceptance.
+
+Exit code 0 only on a proven pass; 1 when anything failed, errored or was not provable; 2 on
+bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from fractions import Fraction
+from typing import Any
+
+from spec_verify.errors import InvalidArgument
+from spec_verify.exact._cells import Dist, Enumeration, format_fraction, parse_dist
+from spec_verify.results import Status
+
+__all__ = ["register", "run"]
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the ``prove`` sub-command to the CLI."""
+    parser = subparsers.add_parser(
+        "prove",
+        help="prove an implementation exact by enumerating the cells of its uniform draws",
+        description=(
+            "Prove, with exact fractions, that an implementation's output distribution equals "
+            "the target's: every draw's cells of [0, 1) are enumerated, the implementation is "
+            "called with a float inside each, and outcomes are weighted by exact cell widths. "
+            "Exit code 0 only on a proven pass."
+        ),
+    )
+    parser.add_argument("--impl", default="reference",
+                        help="implementation spec (default: %(default)s)")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--case", metavar="THEOREM/INDEX", help="one generated case")
+    mode.add_argument("--theorem", help="one theorem on --cases seeded cases")
+    mode.add_argument("--symbolic", action="store_true",
+                      help="print the sympy derivations of the identities")
+    mode.add_argument("--lossy", metavar="RULE",
+                      help="measure a lossy rule (typical, ensemble:w=1/2, confidence:tau=1/2) "
+                      "on --p and --q")
+    parser.add_argument("--p", metavar="P", help="target row, fractions: 1/2,1/4,1/4")
+    parser.add_argument("--q", metavar="Q", help="draft row, fractions: 1/4,1/2,1/4")
+    parser.add_argument("--x", type=int, help="with --p/--q: show the table for this draft only")
+    parser.add_argument("--p-next", metavar="P",
+                        help="with --p/--q: the bonus row after a kept draft (default: p)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of generated cases (%(default)s)")
+    parser.add_argument("--cases", type=int, default=None,
+                        help="cases per theorem (default: the tier's)")
+    parser.add_argument("--leaves", action="store_true",
+                        help="print every enumerated leaf, however many")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Dispatch on the mode; see the module docstring for exit codes."""
+    try:
+        return _run(args)
+    except InvalidArgument as error:
+        print(f"spec-verify prove: error: {error}", file=sys.stderr)
+        return 2
+
+
+def _run(args: argparse.Namespace) -> int:
+    given = args.p is not None or args.q is not None
+    if args.symbolic:
+        return _symbolic(args)
+    if args.lossy:
+        if args.p is None or args.q is None:
+            raise InvalidArgument("--lossy", args.lossy, "needs --p and --q")
+        return _lossy(args)
+    if given:
+        if args.case or args.theorem:
+            raise InvalidArgument("--p", args.p, "goes without --case and --theorem")
+        if args.p is None or args.q is None:
+            raise InvalidArgument("--p/--q", (args.p, args.q), "give both")
+        return _given(args)
+    if args.x is not None or args.p_next is not None:
+        raise InvalidArgument("--x", args.x, "only applies with --p and --q")
+    if args.case:
+        return _case(args)
+    return _theorems(args)
+
+
+# ---------------------------------------------------------------------------------------------
+# printing
+
+
+def _row(dist: Dist) -> str:
+    return "[" + ", ".join(map(format_fraction, dist)) + "]"
+
+
+def _key(key: tuple[int, ...]) -> str:
+    return "[" + ", ".join(map(str, key)) + "]"
+
+
+def _verdict(status: Status) -> str:
+    return {
+        Status.PASSED: "PROVEN EXACT",
+        Status.FAILED: "WRONG",
+        Status.NOT_PROVABLE: "NOT PROVABLE",
+        Status.ERROR: "ERROR",
+        Status.SKIPPED: "SKIPPED",
+    }[status]
+
+
+def _table(rows: list[list[str]], header: list[str], indent: str = "  ") -> str:
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    lines = [indent + "  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True))]
+    lines.append(indent + "  ".join("-" * w for w in widths))
+    lines += [indent + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True))
+              for r in rows]
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def _leaves_table(enumeration: Enumeration) -> str:
+    rows = []
+    for number, leaf in enumerate(enumeration.leaves, 1):
+        cells = " | ".join(f"{d.role} {d.cell} {d.cell.label}" for d in leaf.draws)
+        uniforms = ", ".join(f"{u:.6g}" for u in leaf.uniforms)
+        rows.append([str(number), cells, format_fraction(leaf.weight), _key(leaf.emitted),
+                     str(leaf.n_accepted), uniforms])
+    return _table(rows, ["#", "cells (draw, cell, what the contract makes of it)", "width",
+                         "emitted", "kept", "uniforms"])
+
+
+def _enumeration_text(enumeration: Enumeration) -> str:
+    rnd = enumeration.round
+    lines = []
+    if enumeration.leaves:
+        lines.append(_leaves_table(enumeration))
+    lines.append(f"  {len(enumeration.leaves)} leaves, {enumeration.calls} calls; "
+                 f"status {enumeration.status}")
+    if enumeration.reason:
+        lines.append(f"  reason: {enumeration.reason} (uniforms {list(enumeration.script)})")
+    lines += [f"  note: {note}" for note in enumeration.notes]
+    _ = rnd
+    return "\n".join(lines)
+
+
+def _comparison(result: Any) -> str:
+    rows = [[_key(key), format_fraction(o), format_fraction(e), format_fraction(d)]
+            for key, o, e, d in result.rows()]
+    return _table(rows, ["outcome", "obtained", "expected", "difference"])
+
+
+def _emit(args: argparse.Namespace, payload: dict[str, Any], text: str, ok: bool) -> int:
+    if args.json:
+        print(json.dumps(payload, indent=2))
+    else:
+        print(text)
+    return 0 if ok else 1
+
+
+# ---------------------------------------------------------------------------------------------
+# modes
+
+
+def _impl(args: argparse.Namespace) -> Any:
+    from spec_verify.adapters._implementations import load_implementation
+
+    return load_implementation(args.impl)
+
+
+def _given(args: argparse.Namespace) -> int:
+    from spec_verify.exact._theorems import one_position_case, prove_case
+    from spec_verify.reference.exact import step_table
+
+    p, q = parse_dist(args.p, "--p"), parse_dist(args.q, "--q")
+    bonus = parse_dist(args.p_next, "--p-next") if args.p_next else None
+    case = one_position_case(p, q, bonus)
+    if args.x is not None and not (0 <= args.x < len(q) and q[args.x] > 0):
+        raise InvalidArgument("--x", args.x, f"must be a token with q(x) > 0 in [0, {len(q)})")
+    impl = _impl(args)
+    result = prove_case(impl, case)
+    lines = [
+        f"spec-verify prove: {impl.name}",
+        f"target p = {_row(p)}; draft q = {_row(q)}; bonus row = {_row(bonus or p)}",
+    ]
+    for enumeration in result.enumerations:
+        x = enumeration.round.draft_ids[0]
+        if args.x is not None and x != args.x:
+            continue
+        lines.append("")
+        lines.append(f"drafted x = {x} (q(x) = {q[x]}):")
+        lines.append(_table([list(r) for r in step_table(p, q, x)],
+                            ["step", "computation", "result"]))
+        lines.append("enumerated:")
+        lines.append(_enumeration_text(enumeration))
+    lines.append("")
+    lines.append("first token over x ~ q:")
+    lines.append(_comparison(result))
+    lines.append(f"verdict: {_verdict(result.status)}: {result.message}")
+    payload = {
+        "mode": "given", "impl": impl.name, "p": [str(v) for v in p], "q": [str(v) for v in q],
+        "verdict": result.status.value, "result": result.to_json(),
+        "enumerations": [e.to_json() for e in result.enumerations],
+    }
+    return _emit(args, payload, "\n".join(lines), result.status is Status.PASSED)
+
+
+def _case(args: argparse.Namespace) -> int:
+    from spec_verify.exact._theorems import THEOREMS, named_case, prove_case
+
+    case = named_case(args.case, args.seed)
+    impl = _impl(args)
+    result = prove_case(impl, case)
+    lines = [
+        f"spec-verify prove: {impl.name}",
+        f"case {case.name} (seed {args.seed}): {THEOREMS[case.theorem]}",
+        f"  {case.description}",
+        f"  {len(result.enumerations)} rounds enumerated, {result.calls} calls",
+        "",
+    ]
+    leaves = sum(len(e.leaves) for e in result.enumerations)
+    if args.leaves or leaves <= 40:
+        for e in result.enumerations:
+            rnd = e.round
+            lines.append(f"round after history {list(rnd.history)} with drafts "
+                         f"{list(rnd.draft_ids)}:")
+            lines.append(_enumeration_text(e))
+        lines.append("")
+    else:
+        lines.append(f"({leaves} leaves in {len(result.enumerations)} rounds; --leaves prints "
+                     "them)")
+    lines.append(_comparison(result))
+    lines += [f"note: {note}" for note in result.notes]
+    lines.append(f"verdict: {_verdict(result.status)}: {result.message}")
+    if result.status is not Status.PASSED:
+        lines.append(f"reproduce: spec-verify prove --impl {impl.name} --case {case.name} "
+                     f"--seed {args.seed}")
+    payload = {
+        "mode": "case", "impl": impl.name, "seed": args.seed, "verdict": result.status.value,
+        "result": result.to_json(),
+    }
+    return _emit(args, payload, "\n".join(lines), result.status is Status.PASSED)
+
+
+def _theorems(args: argparse.Namespace) -> int:
+    from spec_verify.exact._theorems import DEFAULT_CASES, THEOREMS, run_exact_tier
+
+    if args.theorem is not None and args.theorem not in THEOREMS:
+        raise InvalidArgument("--theorem", args.theorem, f"choose from {', '.join(THEOREMS)}")
+    impl = _impl(args)
+    cases = DEFAULT_CASES if args.cases is None else args.cases
+    theorems = None if args.theorem is None else [args.theorem]
+    checks = run_exact_tier(impl, seed=args.seed, cases=cases, theorems=theorems)
+    lines = [f"spec-verify prove: {impl.name}, seed {args.seed}, {cases} cases per theorem"]
+    for check in checks:
+        lines.append(f"  {_verdict(check.status):<13} {check.name:<24} {check.message}")
+        for case in check.details.get("cases", []):
+            if case["status"] != "passed":
+                lines.append(f"      {case['status']:<13} {case['message']}")
+        if check.status is not Status.PASSED and check.repro:
+            lines.append(f"      reproduce: {check.repro}")
+    ok = bool(checks) and all(c.status is Status.PASSED for c in checks)
+    lines.append(f"verdict: {'PROVEN EXACT' if ok else 'NOT PROVEN'}")
+    payload = {"mode": "theorems", "impl": impl.name, "seed": args.seed,
+               "verdict": "passed" if ok else "not_passed",
+               "checks": [c.to_json() for c in checks]}
+    return _emit(args, payload, "\n".join(lines), ok)
+
+
+def _symbolic(args: argparse.Namespace) -> int:
+    from spec_verify.exact._symbolic import derivations
+
+    found = derivations()
+    ok = all(d.proven for d in found)
+    text = "\n\n".join(d.render() for d in found)
+    payload = {"mode": "symbolic", "verdict": "passed" if ok else "failed",
+               "derivations": [d.to_json() for d in found]}
+    return _emit(args, payload, text, ok)
+
+
+def _lossy(args: argparse.Namespace) -> int:
+    from spec_verify.exact._lossy import lossy_rule, measure
+
+    rule = lossy_rule(args.lossy)
+    report = measure(rule, parse_dist(args.p, "--p"), parse_dist(args.q, "--q"))
+    exact = report.complete and report.tv == Fraction(0)
+    verdict = "exact" if exact else ("lossy" if report.complete else "incomplete")
+    text = report.render() + f"\nverdict: {verdict}"
+    payload = {"mode": "lossy", "verdict": verdict, "report": report.to_json()}
+    return _emit(args, payload, text, exact)

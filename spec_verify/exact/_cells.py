@@ -1,0 +1,1048 @@
+"""The cell enumerator: an implementation's exact output distribution, cell by cell.
+
+An implementation that takes an injected uniform source is a deterministic function of the
+uniforms it draws. For one call of ``verify_draft`` (fixed target rows, drafted ids and draft
+rows) each draw falls in one *cell* of ``[0, 1)``, and the output only depends on which cells
+the draws fall in. So the enumerator walks the tree of draws depth first: it calls the
+implementation with a scripted source whose ``random()`` returns a float strictly inside the
+chosen cell for each draw, and weights the outcome by the product of the exact cell widths. The
+result is the exact distribution of ``emitted_ids`` as ``Fraction``s.
+
+Where the cells come from. For draw ``j`` the enumerator first tries the *roles* the contract's
+draw order predicts (``u_accept`` at ``p(x)/q(x)``, ``u_resample`` at the cumulative sums of the
+residual, an unused draw, the bonus at the cumulative sums of the next target row), then the
+roles another order would give (the next position's ``u_accept`` right after an acceptance,
+sampling from ``p`` or ``q`` after a rejection). A role *fits* when every one of its cells gives
+one outcome at both guarded edges and at the midpoint (five points for an unused draw). When
+no role fits, the enumerator *locates* the implementation's own breakpoints: it bisects on floats
+between two probes with different outcomes down to a bracket narrower than the guard band, and
+takes as breakpoint a rational inside ``[hi - guard, lo + guard]``: a breakpoint of the round's
+distributions if one is there, else the simplest fraction there, else the float itself.
+
+Why this is sound (the claim a pass makes). The implementation computes its breakpoints in
+floating point from ``exp(log p)`` and float ``q``; they differ from the exact rationals by
+rounding, far below ``GUARD`` (1e-9; float64 errors here are around 1e-13 even for V = 256).
+Every probe sits at least ``GUARD`` inside its cell, so it is on the same side of every one of
+the implementation's breakpoints as the whole cell is. A cell narrower than ``4 * GUARD`` cannot
+be probed that way; the enumeration then stops as *not provable* instead of guessing. A proven
+result therefore says: *with breakpoints each within GUARD of the implementation's own, the
+output distribution is exactly this* (for an exact implementation: exactly the target, up to
+the rounding of its breakpoints, which no float implementation can avoid).
+
+Leaf audits (what is audited). A node's probes hold the later draws at one value
+(``DEFAULT_UNIFORM``), and a leaf holds every draw at the middle of its cell; neither shows a
+use of a draw that only matters once the later draws have left those values: an implementation
+that draws ``u_resample`` before ``u_accept`` (mutant s04) looks, with the later ``u_accept``
+kept, as if its first draw did nothing, and one that also reads ``u_accept[0]`` when the bonus
+lands on a given token changes nothing at the node of ``u_accept[0]``, whose keep and reject
+cells already differ there. So at every leaf the enumerator moves *every* draw, one at a time,
+to both guarded edges of its cell, the others fixed at the leaf's values (a star check), and
+requires the leaf's outcome (tokens and number of draws). No draw is exempt, whatever its node
+showed and whatever the draw order. A failed audit locates the breakpoints along that draw
+with the leaf's values, splits the draw's cell at its node, and explores again (all calls are
+cached, so a restart costs no calls); where the split cell would be narrower than the guard
+band, the round is not provable.
+
+The model under which a pass is a proof. Along any one draw, the others fixed, the
+implementation compares the draw against finitely many thresholds that depend only on the
+cells (not the exact values) of the other draws, and each outcome occupies one interval of the
+draw's cell (threshold tests against values computed from p, q and the other draws' cells, and
+inverse-CDF sampling, in any draw order, satisfy this; a test against another draw's exact value,
+such as "reject if u_accept is in the top quarter of its cell and u_resample > 0.8", does not,
+and can be proven wrong only by the parity and statistical tiers). Then a
+leaf whose star check passes gives one outcome on the whole product of its guarded cells: move
+the draws from the leaf's point one at a time; each move keeps the other draws in their cells,
+so the moved draw's thresholds are the ones the audit tested, none inside its guarded cell. The
+probes test, not exhaust, this model (two thresholds both strictly inside one cell, on the same
+side of its middle, with the outcome back to the leaf's at the edge, would go unseen). Draws the
+implementation makes beyond what the contract predicts are followed like any other draw: as an
+unused draw with one cell ``[0, 1)`` when five probes across it agree (and the leaf audits
+agree), else by locating their breakpoints.
+
+What this costs, and why no sound method costs much less. Every leaf needs a call inside its
+box, and each of its ``d`` draws could carry a rule that only that leaf's box reveals (adv_evid,
+adv_hidden, adv_xor in tests/impls hide one, one and two). A set of ``n`` calls in the box,
+compared with the leaf, fixes ``n - 1`` parity conditions on which draws crossed a threshold; an
+XOR of threshold tests over a nonzero set of draws meeting them all exists while
+``n - 1 < d``. So any sound black-box method needs at least ``sum over leaves (d + 1)`` calls;
+this one makes up to ``2 d + 1`` per leaf less what the cache holds (the last draw's edges are
+its node's probes). A leaf where all ``k`` drafts are kept has ``2 k + 1`` draws, so
+``calls / (V (k + 1))`` grows with ``k``, about linearly (``benchmarks/bench_exact.py``).
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from fractions import Fraction
+from typing import Any, Literal
+
+import numpy as np
+from numpy.typing import NDArray
+
+from spec_verify.adapters._implementations import Implementation
+from spec_verify.errors import ImplementationError, InvalidArgument, InvalidDistribution
+
+__all__ = [
+    "DEFAULT_UNIFORM",
+    "GUARD",
+    "NEAR",
+    "Breakpoint",
+    "Cell",
+    "Dist",
+    "Draw",
+    "Enumeration",
+    "Leaf",
+    "Round",
+    "check_dist",
+    "contract_output",
+    "enumerate_round",
+    "format_fraction",
+    "logits_of",
+    "one_hot",
+    "parse_dist",
+    "residual",
+]
+
+Dist = tuple[Fraction, ...]
+Emitted = tuple[int, ...]
+Outcome = tuple[Emitted, int]  # (emitted ids, uniforms consumed)
+
+GUARD = Fraction(1, 10**9)
+"""Probes sit at least this far inside their cell (see the module docstring)."""
+
+NEAR = Fraction(1, 10**5)
+"""A located breakpoint this close to an exact one is rounding (float32 sums), not a new rule."""
+
+DEFAULT_UNIFORM = 0.6180339887498949
+"""What draws past the script return while a draw is probed (no small-denominator neighbour)."""
+
+_MAX_CALLS = 400_000
+_MAX_RESTARTS = 1000
+_CONTRACT_KINDS = ("accept", "resample", "sample")
+_DENOMINATOR_STEPS = tuple(10**e for e in range(1, 9))
+
+EnumerationStatus = Literal["complete", "not_provable", "error"]
+
+
+# ---------------------------------------------------------------------------------------------
+# exact distributions
+
+
+def format_fraction(value: Fraction) -> str:
+    """``'1/4'``, ``'0'``, ``'1'``: how exact numbers are shown and serialised."""
+    return str(value)
+
+
+def check_dist(values: Iterable[object], argument: str = "p") -> Dist:
+    """Exact probabilities from ints, Fractions or strings like ``'1/4'``; they must sum to 1.
+
+    Raises:
+        InvalidDistribution: an entry is not an exact rational, is negative, or the sum is not 1.
+
+    >>> check_dist(["1/2", "1/4", "1/4"])
+    (Fraction(1, 2), Fraction(1, 4), Fraction(1, 4))
+    """
+    items = list(values)
+    dist: list[Fraction] = []
+    for i, value in enumerate(items):
+        if isinstance(value, float):
+            raise InvalidDistribution(
+                argument, items, f"entry {i} is the float {value!r}; exact entries are needed",
+                "write it as a fraction like 1/4",
+            )
+        try:
+            dist.append(Fraction(value))  # type: ignore[call-overload]
+        except (TypeError, ValueError, ZeroDivisionError) as exc:
+            raise InvalidDistribution(
+                argument, items, f"entry {i} ({value!r}) is not an exact rational ({exc})",
+                "write entries like 1/4, 0.25 or 3",
+            ) from exc
+    if not dist:
+        raise InvalidDistribution(argument, items, "is empty; a distribution needs V >= 1 entries")
+    negative = [i for i, v in enumerate(dist) if v < 0]
+    if negative:
+        raise InvalidDistribution(
+            argument, [str(v) for v in dist], f"has negative entries at ids {negative}",
+            "probabilities are >= 0",
+        )
+    total = sum(dist, Fraction(0))
+    if total != 1:
+        raise InvalidDistribution(
+            argument, [str(v) for v in dist], f"sums to {total}, not 1",
+            "normalise it (divide every entry by the sum)",
+        )
+    return tuple(dist)
+
+
+def parse_dist(text: str, argument: str = "p") -> Dist:
+    """A distribution from the command line: ``'1/2,1/4,1/4'`` (spaces allowed).
+
+    >>> parse_dist("1/2, 1/4,1/4")
+    (Fraction(1, 2), Fraction(1, 4), Fraction(1, 4))
+    """
+    parts = [part.strip() for part in text.split(",")]
+    if any(not part for part in parts):
+        raise InvalidDistribution(argument, text, "has an empty entry", "write e.g. 1/2,1/4,1/4")
+    return check_dist(parts, argument)
+
+
+def residual(p: Dist, q: Dist) -> Dist:
+    """``max(0, p - q) / Z``; ``p`` itself when ``Z = 0`` (the contract's fallback)."""
+    d = [max(Fraction(0), a - b) for a, b in zip(p, q, strict=True)]
+    z = sum(d, Fraction(0))
+    return p if z == 0 else tuple(v / z for v in d)
+
+
+def one_hot(x: int, V: int) -> Dist:
+    """The draft row of a deterministic draft that proposes ``x``."""
+    return tuple(Fraction(int(i == x)) for i in range(V))
+
+
+def logits_of(rows: Sequence[Dist]) -> tuple[tuple[float, ...], ...]:
+    """Logits whose temperature-1, unfiltered distribution is each row: ``log p``, ``-inf`` at 0.
+
+    ``exp(log p)`` is not exactly ``p`` in floats; the error is rounding, far inside ``GUARD``.
+    """
+    return tuple(
+        tuple(math.log(v.numerator) - math.log(v.denominator) if v else -math.inf for v in row)
+        for row in rows
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# the round under test
+
+
+@dataclass(frozen=True)
+class Round:
+    """One call of ``verify_draft`` and the exact distributions its decisions should follow.
+
+    Attributes:
+        p_rows: the ``m + 1`` exact target sampling distributions (after penalties and filters,
+            for the kept drafts before each row), one per target row.
+        draft_ids: the drafted tokens ``x_1..x_m``.
+        q_rows: the ``m`` exact draft rows, or ``None`` for a deterministic draft (one-hot
+            ``q``; the implementation then gets ``draft_probs=None``).
+        logits: the target logits fed to the implementation; default ``log p_rows``. With
+            ``params`` they must make the implementation's sampling distribution ``p_rows``.
+        params: ``SamplingParams`` fields (default: temperature 1, no filters, no penalties).
+        history, prompt: passed through to ``verify_draft`` (penalties see them).
+    """
+
+    p_rows: tuple[Dist, ...]
+    draft_ids: tuple[int, ...]
+    q_rows: tuple[Dist, ...] | None = None
+    logits: tuple[tuple[float, ...], ...] | None = None
+    params: Mapping[str, Any] = field(default_factory=dict)
+    history: tuple[int, ...] = ()
+    prompt: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        m = len(self.draft_ids)
+        if len(self.p_rows) != m + 1:
+            raise InvalidArgument(
+                "p_rows", len(self.p_rows), f"has {len(self.p_rows)} rows; it must have m + 1 = "
+                f"{m + 1} for {m} drafted ids", "one target row per draft and one for the bonus",
+            )
+        rows = tuple(check_dist(row, f"p_rows[{i}]") for i, row in enumerate(self.p_rows))
+        object.__setattr__(self, "p_rows", rows)
+        V = len(rows[0])
+        for i, row in enumerate(rows):
+            if len(row) != V:
+                raise InvalidDistribution(
+                    f"p_rows[{i}]", [str(v) for v in row],
+                    f"has {len(row)} entries; row 0 has {V}: every row has length V",
+                )
+        for i, x in enumerate(self.draft_ids):
+            if isinstance(x, bool) or not isinstance(x, int) or not 0 <= x < V:
+                raise InvalidArgument(
+                    "draft_ids", list(self.draft_ids), f"entry {i} is {x!r}; ids are in [0, {V})",
+                )
+        if self.q_rows is not None:
+            if len(self.q_rows) != m:
+                raise InvalidArgument(
+                    "q_rows", len(self.q_rows), f"has {len(self.q_rows)} rows; it must have "
+                    f"m = {m}", "one draft row per drafted id, or None for a deterministic draft",
+                )
+            q_rows = tuple(check_dist(row, f"q_rows[{i}]") for i, row in enumerate(self.q_rows))
+            for i, (row, x) in enumerate(zip(q_rows, self.draft_ids, strict=True)):
+                if len(row) != V:
+                    raise InvalidDistribution(
+                        f"q_rows[{i}]", [str(v) for v in row],
+                        f"has {len(row)} entries; the target rows have V = {V}",
+                        "p and q must have the same length",
+                    )
+                if row[x] == 0:
+                    raise InvalidDistribution(
+                        f"q_rows[{i}]", [str(v) for v in row],
+                        f"gives the drafted token {x} probability 0; a draft only proposes "
+                        "tokens it can draw", "draft x from q, or pass q_rows=None (one-hot)",
+                    )
+            object.__setattr__(self, "q_rows", q_rows)
+        if self.logits is not None and (
+            len(self.logits) != m + 1 or any(len(row) != V for row in self.logits)
+        ):
+            raise InvalidArgument(
+                "logits", f"{len(self.logits)} rows", f"must be (m + 1, V) = ({m + 1}, {V})",
+            )
+
+    @property
+    def m(self) -> int:
+        return len(self.draft_ids)
+
+    @property
+    def V(self) -> int:  # noqa: N802 - the seed's notation for the vocabulary size
+        return len(self.p_rows[0])
+
+    def q(self, i: int) -> Dist:
+        """The exact draft row at position ``i`` (one-hot for a deterministic draft)."""
+        if self.q_rows is None:
+            return one_hot(self.draft_ids[i], self.V)
+        return self.q_rows[i]
+
+    def accept_probability(self, i: int) -> Fraction:
+        """``min(1, p_i(x_i) / q_i(x_i))``."""
+        x = self.draft_ids[i]
+        return min(Fraction(1), self.p_rows[i][x] / self.q(i)[x])
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "p_rows": [[format_fraction(v) for v in row] for row in self.p_rows],
+            "draft_ids": list(self.draft_ids),
+            "q_rows": None if self.q_rows is None
+            else [[format_fraction(v) for v in row] for row in self.q_rows],
+            "params": dict(self.params),
+            "history": list(self.history),
+            "prompt": list(self.prompt),
+        }
+
+
+def contract_output(rnd: Round, uniforms: Sequence[float]) -> Emitted | None:
+    """What the contract's rule emits on these uniforms, in exact arithmetic.
+
+    Per position ``u_accept`` (keep iff ``u < p(x)/q(x)``) then ``u_resample`` (inverse CDF of
+    the residual), the bonus by inverse CDF of the last row. ``None`` when the uniforms run
+    out. Used to pick counterexamples where an implementation departs from the rule.
+    """
+    draws = iter(Fraction(u) for u in uniforms)
+
+    def inverse_cdf(dist: Dist, u: Fraction) -> int:
+        running = Fraction(0)
+        for token, prob in enumerate(dist):
+            running += prob
+            if prob and u < running:
+                return token
+        return max(t for t, v in enumerate(dist) if v)
+
+    kept: list[int] = []
+    try:
+        for i, x in enumerate(rnd.draft_ids):
+            u_accept, u_resample = next(draws), next(draws)
+            if u_accept < rnd.accept_probability(i):
+                kept.append(x)
+                continue
+            return (*kept, inverse_cdf(residual(rnd.p_rows[i], rnd.q(i)), u_resample))
+        return (*kept, inverse_cdf(rnd.p_rows[rnd.m], next(draws)))
+    except StopIteration:
+        return None
+
+
+# ---------------------------------------------------------------------------------------------
+# cells, draws, leaves
+
+
+@dataclass(frozen=True)
+class Cell:
+    """``[low, high)`` with what the contract makes of a draw there (``label``)."""
+
+    low: Fraction
+    high: Fraction
+    label: str
+    tag: str = ""  # "accept" / "reject" for an acceptance draw
+
+    @property
+    def width(self) -> Fraction:
+        return self.high - self.low
+
+    def __str__(self) -> str:
+        return f"[{self.low}, {self.high})"
+
+
+@dataclass(frozen=True)
+class Role:
+    """What a draw is used for, and the cells that follow from it."""
+
+    kind: str  # accept, resample, sample, sample_q, unused, located
+    position: int
+    name: str
+    cells: tuple[Cell, ...]
+
+
+@dataclass(frozen=True)
+class Draw:
+    """One draw on a path: its role, its cell and the float the script returned."""
+
+    role: str
+    kind: str
+    position: int
+    cell: Cell
+    uniform: float
+
+    @property
+    def accepted(self) -> bool | None:
+        return {"accept": True, "reject": False}.get(self.cell.tag)
+
+
+@dataclass(frozen=True)
+class Leaf:
+    """One complete path of draws and the implementation's output on it."""
+
+    draws: tuple[Draw, ...]
+    emitted: Emitted
+
+    @property
+    def weight(self) -> Fraction:
+        out = Fraction(1)
+        for draw in self.draws:
+            out *= draw.cell.width
+        return out
+
+    @property
+    def uniforms(self) -> tuple[float, ...]:
+        """A concrete uniform sequence that reproduces this outcome."""
+        return tuple(draw.uniform for draw in self.draws)
+
+    @property
+    def n_accepted(self) -> int:
+        return len(self.emitted) - 1
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "draws": [
+                {"role": d.role, "cell": [str(d.cell.low), str(d.cell.high)],
+                 "label": d.cell.label, "uniform": d.uniform}
+                for d in self.draws
+            ],
+            "uniforms": list(self.uniforms),
+            "weight": format_fraction(self.weight),
+            "emitted": list(self.emitted),
+        }
+
+
+@dataclass(frozen=True)
+class Breakpoint:
+    """A breakpoint the enumerator located on its own (no predicted role fitted).
+
+    ``value`` is within ``GUARD`` of the implementation's breakpoint, which lies in
+    ``(bracket[0], bracket[1]]``; ``source`` says how ``value`` was chosen (``known``: a
+    breakpoint of the round's exact distributions; ``rational``: the simplest fraction in the
+    window; ``float``: the float itself); ``offset`` is its distance to the nearest known one.
+    """
+
+    draw: int
+    value: Fraction
+    bracket: tuple[float, float]
+    source: str
+    offset: Fraction
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "draw": self.draw, "value": format_fraction(self.value),
+            "bracket": list(self.bracket), "source": self.source, "offset": float(self.offset),
+        }
+
+
+@dataclass(frozen=True)
+class Enumeration:
+    """The exact output distribution of one round, with how it was obtained.
+
+    Attributes:
+        status: ``complete`` (every draw's cells fitted or were located), ``not_provable``
+            (a cell too narrow to probe, too many draws or calls; ``reason`` says which), or
+            ``error`` (the implementation raised, hung or returned garbage: ``reason``).
+        distribution: ``{emitted_ids: probability}`` over the leaves found (partial unless
+            complete).
+        leaves: every path of draws, with the uniforms that reproduce it.
+        calls: calls into the implementation (``audit_calls`` of them by the leaf audits).
+        boundaries: interior cell boundaries used over all nodes of the tree.
+        located: breakpoints located by bisection (none for the contract's draw order).
+        notes: where the draws followed another order than the contract's.
+    """
+
+    round: Round
+    status: EnumerationStatus
+    distribution: dict[Emitted, Fraction]
+    leaves: tuple[Leaf, ...]
+    calls: int
+    boundaries: int
+    located: tuple[Breakpoint, ...] = ()
+    notes: tuple[str, ...] = ()
+    reason: str = ""
+    script: tuple[float, ...] = ()  # the uniforms of the call that failed, for an error
+    audit_calls: int = 0  # of ``calls``, those the leaf audits made
+
+    @property
+    def complete(self) -> bool:
+        return self.status == "complete"
+
+    def tolerance(self) -> Fraction:
+        """How far the distribution may be from the implementation's true one, plus rounding.
+
+        Each boundary is within ``GUARD`` of the implementation's, so each outcome's true
+        probability is within ``2 * GUARD * boundaries`` of the computed one; a located
+        breakpoint within ``NEAR`` of an exact one (float32 sums) adds twice its offset, so a
+        deviation that rounding of this size explains is reported not provable, never failed.
+        """
+        slack = 2 * GUARD * self.boundaries
+        for point in self.located:
+            if point.source != "known" and point.offset <= NEAR:
+                slack += 2 * point.offset
+        return slack
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "round": self.round.to_json(),
+            "status": self.status,
+            "reason": self.reason,
+            "calls": self.calls,
+            "distribution": {
+                ",".join(map(str, k)): format_fraction(v) for k, v in self.distribution.items()
+            },
+            "leaves": [leaf.to_json() for leaf in self.leaves],
+            "located": [b.to_json() for b in self.located],
+            "notes": list(self.notes),
+            "script": list(self.script),
+        }
+
+
+# ---------------------------------------------------------------------------------------------
+# the enumerator
+
+
+class _Abort(Exception):
+    def __init__(self, status: EnumerationStatus, reason: str, script: tuple[float, ...] = ()):
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+        self.script = script
+
+
+class _Restart(Exception):
+    """A leaf audit split a cell: explore again (every call is cached, so this is cheap)."""
+
+
+class _TooManyDraws(BaseException):
+    """Raised from ``random()``; a BaseException so the implementation cannot swallow it."""
+
+
+class _ScriptedUniforms:
+    """``random()`` returns the script, then ``DEFAULT_UNIFORM``; counts what was drawn."""
+
+    __slots__ = ("count", "limit", "script")
+
+    def __init__(self, script: tuple[float, ...], limit: int) -> None:
+        self.script = script
+        self.count = 0
+        self.limit = limit
+
+    def random(self) -> float:
+        i = self.count
+        self.count += 1
+        if self.count > self.limit:
+            raise _TooManyDraws
+        return self.script[i] if i < len(self.script) else DEFAULT_UNIFORM
+
+
+def _float_at_least(value: Fraction) -> float:
+    f = float(value)
+    if Fraction(f) < value:
+        f = math.nextafter(f, math.inf)
+    return f
+
+
+def _float_at_most(value: Fraction) -> float:
+    f = float(value)
+    if Fraction(f) > value:
+        f = math.nextafter(f, -math.inf)
+    return f
+
+
+def _cells_of(dist: Dist, what: str) -> tuple[Cell, ...]:
+    cells = []
+    low = Fraction(0)
+    for token, prob in enumerate(dist):
+        if prob:
+            cells.append(Cell(low, low + prob, f"{what} {token}"))
+        low += prob
+    return tuple(cells)
+
+
+def _params(impl: Implementation, fields: Mapping[str, Any]) -> Any:
+    make = getattr(impl, "params", None)
+    if callable(make):
+        return make(**fields)
+    from spec_verify.reference import SamplingParams
+
+    return SamplingParams(**fields)
+
+
+class _Explorer:
+    def __init__(
+        self, impl: Implementation, rnd: Round, guard: Fraction, max_calls: int,
+        hints: Iterable[Fraction],
+    ) -> None:
+        self.impl = impl
+        self.rnd = rnd
+        self.guard = guard
+        self.max_calls = max_calls
+        self.max_draws = 4 * (rnd.m + 1) + 16
+        logits = rnd.logits if rnd.logits is not None else logits_of(rnd.p_rows)
+        self.logits: NDArray[np.float64] = np.array(logits, dtype=np.float64)
+        self.draft_probs: NDArray[np.float64] | None = None
+        if rnd.q_rows is not None:
+            self.draft_probs = np.array(
+                [[float(v) for v in row] for row in rnd.q_rows], dtype=np.float64
+            ).reshape(rnd.m, rnd.V)
+        fields = {"temperature": 1.0, **rnd.params}
+        self.params = _params(impl, fields)
+        self.cache: dict[tuple[float, ...], Outcome] = {}
+        self.calls = 0
+        self.audit_calls = 0  # of which made by leaf audits
+        self.auditing = False
+        self.leaves: list[Leaf] = []
+        self.boundaries = 0
+        self.located: list[Breakpoint] = []
+        self.notes: dict[str, int] = {}
+        # breakpoints found by leaf audits, by the cells of the draws before them
+        self.forced: dict[tuple[tuple[Fraction, Fraction], ...], list[Breakpoint]] = {}
+        self.findings: list[str] = []  # what the leaf audits found (kept across restarts)
+        self.roles: dict[tuple[str, int], Role] = {}
+        points: set[Fraction] = set()
+        for kind, position in self._catalogue():
+            for cell in self.role(kind, position).cells:
+                points.update((cell.low, cell.high))
+        for i in range(rnd.m):
+            points.add(1 - rnd.accept_probability(i))
+        points.update(Fraction(h) for h in hints)
+        self.library = sorted(v for v in points if 0 < v < 1)
+
+    # -- calling the implementation ----------------------------------------------------------
+
+    def outcome(self, script: tuple[float, ...]) -> Outcome:
+        cached = self.cache.get(script)
+        if cached is not None:
+            return cached
+        if self.calls >= self.max_calls:
+            raise _Abort("not_provable", f"needed more than {self.max_calls} calls", script)
+        self.calls += 1
+        self.audit_calls += self.auditing
+        source = _ScriptedUniforms(script, self.max_draws)
+        rnd = self.rnd
+        try:
+            emitted, _ = self.impl.verify_draft(
+                self.logits, list(rnd.draft_ids), self.draft_probs, self.params,
+                list(rnd.history), source, list(rnd.prompt),
+            )
+        except _TooManyDraws:
+            raise _Abort(
+                "not_provable",
+                f"drew more than {self.max_draws} uniforms for m = {rnd.m} drafts "
+                f"(the contract draws at most {2 * rnd.m + 1})",
+                script,
+            ) from None
+        except ImplementationError as exc:
+            raise _Abort("error", str(exc), script) from exc
+        except ValueError as exc:
+            raise _Abort(
+                "error",
+                f"{self.impl.name}: verify_draft rejected valid input: "
+                f"{type(exc).__name__}: {exc}",
+                script,
+            ) from exc
+        out = (tuple(emitted), source.count)
+        self.cache[script] = out
+        return out
+
+    # -- roles -------------------------------------------------------------------------------
+
+    def _catalogue(self) -> list[tuple[str, int]]:
+        m = self.rnd.m
+        roles = [("unused", -1), ("sample", m)]
+        for i in range(m):
+            roles += [("accept", i), ("resample", i), ("sample", i), ("sample_q", i)]
+        return roles
+
+    def role(self, kind: str, position: int) -> Role:
+        key = (kind, position)
+        cached = self.roles.get(key)
+        if cached is not None:
+            return cached
+        rnd = self.rnd
+        if kind == "unused":
+            role = Role(kind, position, "unused", (Cell(Fraction(0), Fraction(1), "any"),))
+        elif kind == "accept":
+            a = rnd.accept_probability(position)
+            x = rnd.draft_ids[position]
+            cells = []
+            if a > 0:
+                cells.append(Cell(Fraction(0), a, f"keep {x}", "accept"))
+            if a < 1:
+                cells.append(Cell(a, Fraction(1), f"reject {x}", "reject"))
+            role = Role(kind, position, f"u_accept[{position}]", tuple(cells))
+        elif kind == "resample":
+            r = residual(rnd.p_rows[position], rnd.q(position))
+            role = Role(kind, position, f"u_resample[{position}]", _cells_of(r, "residual"))
+        elif kind == "sample":
+            name = "bonus" if position == rnd.m else f"sample p[{position}]"
+            role = Role(kind, position, name, _cells_of(rnd.p_rows[position], "token"))
+        elif kind == "sample_q":
+            role = Role(kind, position, f"sample q[{position}]",
+                        _cells_of(rnd.q(position), "token"))
+        else:  # pragma: no cover - internal
+            raise AssertionError(kind)
+        self.roles[key] = role
+        return role
+
+    def candidates(self, path: tuple[Draw, ...]) -> list[Role]:
+        """The roles draw ``len(path)`` may have, the contract's first."""
+        m = self.rnd.m
+        unused = self.role("unused", -1)
+        meaningful = [d for d in path if d.kind != "unused"]
+        after_unused = bool(path) and path[-1].kind == "unused"
+        if not meaningful:
+            first = self.role("accept", 0) if m else self.role("sample", m)
+            return [first, unused]
+        last = meaningful[-1]
+        if last.kind == "accept":
+            i = last.position
+            # after an acceptance: the next u_accept, or a later one (a draw found unused may
+            # have been an acceptance certain to keep), or the bonus
+            ahead = [self.role("accept", j) for j in range(i + 1, m)] + [self.role("sample", m)]
+            on_reject = [self.role("resample", i), self.role("sample", i),
+                         self.role("sample_q", i)]
+            if last.accepted:
+                if after_unused:  # the contract: u_resample was drawn and ignored
+                    return [*ahead, unused, *on_reject]
+                return [unused, *ahead, *on_reject]  # contract first, then skipping it
+            return [*on_reject, unused]
+        if last.kind in ("resample", "sample", "sample_q"):
+            return [unused]
+        return [unused] + [self.role(k, i) for k, i in self._catalogue() if k != "unused"]
+
+    # -- probing -----------------------------------------------------------------------------
+
+    def probes(self, cell: Cell, kind: str) -> list[float] | None:
+        g = self.guard
+        if cell.width < 4 * g:
+            return None
+        left = _float_at_least(cell.low + g)
+        right = _float_at_most(cell.high - g)
+        middle = float((cell.low + cell.high) / 2)
+        if kind == "unused":
+            quarter = float(cell.low + cell.width / 4)
+            three = float(cell.low + 3 * cell.width / 4)
+            return [left, quarter, middle, three, right]
+        return [left, middle, right]
+
+    def fits(self, prefix: tuple[float, ...], role: Role) -> bool:
+        for cell in role.cells:
+            points = self.probes(cell, role.kind)
+            if points is None:
+                return False
+            middle = self.outcome((*prefix, points[len(points) // 2]))
+            if any(self.outcome((*prefix, u)) != middle for u in points):
+                return False
+        return True
+
+    def bisect(self, script: Callable[[float], tuple[float, ...]], lo: float,
+               hi: float) -> tuple[float, float]:
+        """Shrink ``(lo, hi]`` around a breakpoint to below a quarter of the guard band."""
+        low_outcome = self.outcome(script(lo))
+        quarter = float(self.guard) / 4
+        while hi - lo > quarter:
+            mid = (lo + hi) / 2
+            if not lo < mid < hi:
+                break
+            if self.outcome(script(mid)) == low_outcome:
+                lo = mid
+            else:
+                hi = mid
+        return lo, hi
+
+    def locate(
+        self, j: int, cells: Sequence[Cell], script: Callable[[float], tuple[float, ...]],
+        kind: str,
+    ) -> tuple[list[Cell], list[Breakpoint]]:
+        """Split ``cells`` of draw ``j`` until the outcome is one per cell along ``script``."""
+        queue = list(cells)
+        done: list[Cell] = []
+        found: list[Breakpoint] = []
+        limit = 4 * self.rnd.V + 64
+        while queue:
+            cell = queue.pop(0)
+            points = self.probes(cell, kind)
+            if points is None:
+                raise _Abort(
+                    "not_provable",
+                    f"draw {j}: the cell {cell} is narrower than 4 x guard ({float(self.guard):g}):"
+                    " the implementation's breakpoint there cannot be told from rounding",
+                    script(float((cell.low + cell.high) / 2)),
+                )
+            outs = [self.outcome(script(u)) for u in points]
+            split = next((k for k in range(len(outs) - 1) if outs[k] != outs[k + 1]), None)
+            if split is None:
+                done.append(cell)
+                continue
+            lo, hi = self.bisect(script, points[split], points[split + 1])
+            value, source, offset = self.snap(lo, hi)
+            found.append(Breakpoint(j, value, (lo, hi), source, offset))
+            if len(found) > limit:
+                raise _Abort("not_provable", f"draw {j}: more than {limit} breakpoints located",
+                             script(lo))
+            queue[:0] = [replace(cell, high=value), replace(cell, low=value)]
+        done.sort(key=lambda c: c.low)
+        return done, found
+
+    def snap(self, lo: float, hi: float) -> tuple[Fraction, str, Fraction]:
+        """A rational within ``GUARD`` of every point of ``(lo, hi]``, and how it was found."""
+        g = self.guard
+        low, high = Fraction(hi) - g, Fraction(lo) + g
+        centre = (Fraction(lo) + Fraction(hi)) / 2
+        lib = self.library
+        start = bisect.bisect_left(lib, low)
+        inside = [v for v in lib[start : start + 8] if v <= high]
+        if inside:
+            return min(inside, key=lambda v: abs(v - centre)), "known", Fraction(0)
+        value, source = Fraction(hi), "float"
+        for limit in _DENOMINATOR_STEPS:
+            simple = centre.limit_denominator(limit)
+            if low <= simple <= high:
+                value, source = simple, "rational"
+                break
+        offset = min((abs(value - v) for v in self._neighbours(value)), default=Fraction(1))
+        return value, source, offset
+
+    def _neighbours(self, value: Fraction) -> list[Fraction]:
+        i = bisect.bisect_left(self.library, value)
+        return self.library[max(0, i - 1) : i + 1]
+
+    def refine(self, path: tuple[Draw, ...], start: Role) -> Role:
+        """Locate the implementation's own breakpoints for draw ``len(path)``."""
+        prefix = tuple(d.uniform for d in path)
+        j = len(path)
+        kind = "unused" if start.kind == "unused" else ""
+        cells = [Cell(c.low, c.high, "located") for c in start.cells]
+        done, found = self.locate(j, cells, lambda u: (*prefix, u), kind)
+        self.located.extend(found)
+        shown = ", ".join(f"{b.value} ({b.source})" for b in found[:6])
+        more = f" and {len(found) - 6} more" if len(found) > 6 else ""
+        self.note(
+            f"draw {j} after {_describe(path)}: no predicted role fitted; located "
+            f"{len(found)} breakpoint(s): {shown}{more}"
+        )
+        return Role("located", -1, "located", tuple(done))
+
+    def note(self, text: str) -> None:
+        """Record a departure from the contract's order (reported; every leaf is audited
+        whatever the order)."""
+        self.notes[text] = self.notes.get(text, 0) + 1
+
+    def partition(self, path: tuple[Draw, ...]) -> Role:
+        prefix = tuple(d.uniform for d in path)
+        candidates = self.candidates(path)
+        for number, role in enumerate(candidates):
+            if self.fits(prefix, role):
+                if number:
+                    self.note(
+                        f"draw {len(path)} is {role.name} where the contract's order has "
+                        f"{candidates[0].name}"
+                    )
+                return role
+        return self.refine(path, candidates[0])
+
+    def explore(self, path: tuple[Draw, ...]) -> None:
+        script = tuple(d.uniform for d in path)
+        emitted, consumed = self.outcome(script)
+        j = len(path)
+        if consumed <= j:
+            if consumed < j:
+                raise _Abort(
+                    "not_provable",
+                    f"drew {consumed} uniforms where a probe of the same cells drew more than "
+                    f"{j - 1}: how many uniforms it draws depends on more than the cells",
+                    script,
+                )
+            self.audit(path, (emitted, consumed))
+            self.leaves.append(Leaf(path, emitted))
+            return
+        role = self.partition(path)
+        forced = self.forced.get(_key(path), [])
+        cells = list(role.cells)
+        if forced:
+            for point in forced:
+                cells = _split(cells, point.value, self.guard, j, script)
+            self.located.extend(forced)
+        self.boundaries += len(cells) - 1
+        mids = [float((cell.low + cell.high) / 2) for cell in cells]
+        outs = [self.outcome((*script, u)) for u in mids]
+        if (
+            len(cells) > 1 and not forced and role.kind in _CONTRACT_KINDS
+            and any(outs[i] == outs[i + 1] for i in range(len(outs) - 1))
+        ):
+            # the contract's multi-cell roles change the outcome across each boundary; one
+            # that does not is used some other way (the leaf audits check how)
+            self.note(f"draw {j} ({role.name}): the outcome does not change across every "
+                      "boundary of its cells")
+        for cell, middle in zip(cells, mids, strict=True):
+            self.explore((*path, Draw(role.name, role.kind, role.position, cell, middle)))
+
+    def audit(self, path: tuple[Draw, ...], outcome: Outcome) -> None:
+        """Star check at a leaf: moving any one draw to either guarded edge of its cell, the
+        others fixed at the leaf's values, must not change the outcome. Every draw of every
+        leaf is checked, whatever its node showed: a draw whose cells changed the outcome there
+        (with the later draws at their defaults) may still be used again below it.
+
+        A failed check locates the breakpoints along that draw, records them for the draw's
+        node, and restarts the exploration (every call is cached, so a restart is cheap).
+        """
+        uniforms = tuple(d.uniform for d in path)
+        for j, draw in enumerate(path):
+            kind = "unused" if draw.kind == "unused" else ""
+            points = self.probes(draw.cell, "")
+            if points is None:  # pragma: no cover - cells this narrow never reach a leaf
+                continue
+            points = [points[0], points[-1]]  # both edges; the leaf itself is the midpoint
+
+            def script(u: float, j: int = j) -> tuple[float, ...]:
+                return (*uniforms[:j], u, *uniforms[j + 1 :])
+
+            self.auditing = True
+            try:
+                same = all(self.outcome(script(u)) == outcome for u in points)
+            finally:
+                self.auditing = False
+            if same:
+                continue
+            _, found = self.locate(j, [draw.cell], script, kind)
+            key = _key(path[:j])
+            known = {b.value for b in self.forced.get(key, [])}
+            self.forced.setdefault(key, []).extend(b for b in found if b.value not in known)
+            self.findings.append(
+                f"draw {j} ({draw.role}) in {draw.cell} after {_describe(path[:j])} changes "
+                f"the outcome when another draw differs: located "
+                f"{', '.join(str(b.value) for b in found)}"
+            )
+            raise _Restart
+
+
+def _key(path: tuple[Draw, ...]) -> tuple[tuple[Fraction, Fraction], ...]:
+    return tuple((d.cell.low, d.cell.high) for d in path)
+
+
+def _split(cells: list[Cell], value: Fraction, guard: Fraction, j: int,
+           script: tuple[float, ...]) -> list[Cell]:
+    out: list[Cell] = []
+    for cell in cells:
+        if cell.low < value < cell.high:
+            if min(value - cell.low, cell.high - value) < 4 * guard:
+                raise _Abort(
+                    "not_provable",
+                    f"draw {j}: a breakpoint at {value} lies within 4 x guard of {cell}: it "
+                    "cannot be told from rounding",
+                    script,
+                )
+            out += [replace(cell, high=value), replace(cell, low=value)]
+        else:
+            out.append(cell)
+    return out
+
+
+def _describe(path: tuple[Draw, ...]) -> str:
+    if not path:
+        return "nothing"
+    return " ".join(f"{d.role}:{d.cell.label}" for d in path)
+
+
+def enumerate_round(
+    impl: Implementation,
+    rnd: Round,
+    *,
+    guard: Fraction = GUARD,
+    max_calls: int = _MAX_CALLS,
+    hints: Iterable[Fraction] = (),
+) -> Enumeration:
+    """The exact distribution of ``impl``'s ``emitted_ids`` on one round, by cells.
+
+    Args:
+        impl: an implementation with the ``injected_uniforms`` capability.
+        rnd: the round: exact target rows, drafted ids, exact draft rows (or one-hot).
+        guard: how far inside its cell every probe sits (see the module docstring).
+        max_calls: give up (not provable) after this many calls into the implementation.
+        hints: extra exact breakpoints to snap located ones to, besides those of the round's
+            distributions and those the implementation offers (``breakpoint_hints(rnd)``, as
+            the lossy rules do).
+
+    Returns:
+        An ``Enumeration``; it never raises for the implementation's misbehaviour (status
+        ``error`` or ``not_provable`` with the reason and the uniforms of the failing call).
+
+    Raises:
+        InvalidArgument: ``guard`` is not in ``(0, 1/8)``.
+
+    >>> from spec_verify.adapters._implementations import load_implementation
+    >>> F = Fraction
+    >>> rnd = Round(((F(1, 2), F(1, 4), F(1, 4)),) * 2, (1,), ((F(1, 4), F(1, 2), F(1, 4)),))
+    >>> e = enumerate_round(load_implementation("reference"), rnd)
+    >>> {k: str(v) for k, v in sorted(e.distribution.items())}
+    {(0,): '1/2', (1, 0): '1/4', (1, 1): '1/8', (1, 2): '1/8'}
+    """
+    guard = Fraction(guard)
+    if not 0 < guard < Fraction(1, 8):
+        raise InvalidArgument("guard", guard, "must be in (0, 1/8)")
+    own_hints = getattr(impl, "breakpoint_hints", None)
+    if callable(own_hints):
+        hints = [*hints, *own_hints(rnd)]
+    try:
+        explorer = _Explorer(impl, rnd, guard, max_calls, hints)
+    except Exception as exc:  # the implementation's own params() failed
+        return Enumeration(rnd, "error", {}, (), 0, 0,
+                           reason=f"{impl.name}: building its sampling parameters raised "
+                           f"{type(exc).__name__}: {exc}")
+    status: EnumerationStatus = "complete"
+    reason = ""
+    script: tuple[float, ...] = ()
+    for _ in range(_MAX_RESTARTS):
+        explorer.leaves, explorer.located, explorer.boundaries = [], [], 0
+        explorer.notes = {}
+        try:
+            explorer.explore(())
+        except _Restart:
+            continue
+        except _Abort as stop:
+            status, reason, script = stop.status, stop.reason, stop.script
+        break
+    else:
+        status, reason = "not_provable", f"more than {_MAX_RESTARTS} restarts"
+    distribution: dict[Emitted, Fraction] = defaultdict(Fraction)
+    for leaf in explorer.leaves:
+        distribution[leaf.emitted] += leaf.weight
+    return Enumeration(
+        round=rnd,
+        status=status,
+        distribution=dict(sorted(distribution.items())),
+        leaves=tuple(explorer.leaves),
+        calls=explorer.calls,
+        boundaries=explorer.boundaries,
+        located=tuple(explorer.located),
+        notes=tuple(
+            text if count == 1 else f"{text} ({count} times)"
+            for text, count in explorer.notes.items()
+        ) + tuple(explorer.findings),
+        reason=reason,
+        script=script,
+        audit_calls=explorer.audit_calls,
+    )

@@ -1,0 +1,258 @@
+"""Driving an implementation from a tier: parameters, uniform sources, generation pieces.
+
+The properties and the statistical tier see an implementation only through the
+``Implementation`` protocol. What the protocol leaves open, they settle here, in one place:
+
+- **Parameters**: ``impl.params(**fields)`` when the implementation offers it (the Python and
+  C ABI adapters do), else the reference's ``SamplingParams`` (the contract's field names).
+- **Uniform sources**: for a Python implementation with ``request_rng``, its own PCG32 stream;
+  otherwise a numpy ``Generator`` (anything with ``random()`` is a uniform source).
+- **Sampled rounds**: ``SampledVerifier`` runs i.i.d. ``verify_draft`` rounds for a sampling
+  tier; the C ABI adapter gets them in batches (one message per batch, not one per round), each
+  round from the library's own PCG32 stream under a fresh seed.
+- **Generation**: the implementation's ``speculative_generate``, ``generate`` and drafts when
+  its module has them, run on the reference's models, which check the cache on every pass and
+  log every pass (they are the harness's instruments, not the implementation under test).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from dataclasses import dataclass
+from types import FunctionType, ModuleType
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from spec_verify.adapters._guard import guarded_call
+from spec_verify.adapters._implementations import Implementation
+from spec_verify.errors import ImplementationError, InvalidArgument
+
+__all__ = [
+    "CountingUniforms",
+    "GuardedModule",
+    "SampledVerifier",
+    "VerifyRequest",
+    "generation_module",
+    "implementation_rng",
+    "make_params",
+    "module_attr",
+]
+
+
+GENERATION_TIMEOUT = 30.0  # seconds for one speculative_generate or generate call
+
+
+def _call_guarded(
+    impl: Any,
+    call: str,
+    timeout: float,
+    fn: Any,
+    *args: Any,
+    passthrough: tuple[type[BaseException], ...] = (),
+) -> Any:
+    """``fn(*args)`` under a time limit, through the implementation's own record of hung calls
+    when it keeps one (``PythonImplementation.call_guarded``)."""
+    record = getattr(impl, "call_guarded", None)
+    if callable(record):
+        return record(call, timeout, fn, *args, passthrough=passthrough)
+    return guarded_call(impl.name, call, timeout, fn, *args, passthrough=passthrough)
+
+
+def make_params(impl: Implementation, **fields: Any) -> Any:
+    """Sampling parameters for ``impl`` from the contract's field names.
+
+    A Python module without its own ``SamplingParams`` gets the reference's (the contract's
+    field names and ranges).
+
+    Raises:
+        ValueError: the fields break the contract's ranges (the implementation's own error).
+    """
+    build = getattr(impl, "params", None)
+    module = getattr(impl, "module", None)
+    own_type = module is None or hasattr(module, "SamplingParams")
+    if callable(build) and own_type:
+        return build(**fields)
+    from spec_verify.reference import SamplingParams
+
+    return SamplingParams(**fields)
+
+
+def implementation_rng(impl: Implementation, seed_sequence: np.random.SeedSequence) -> Any:
+    """The uniform source ``impl`` draws from in a tier, seeded from ``seed_sequence``.
+
+    A Python implementation with ``request_rng`` gets its own PCG32 stream (seeded with 64 bits
+    of the sequence); anything else gets a numpy ``Generator`` (its ``random()`` is a uniform
+    source). Either way the run is reproducible from the root seed.
+    """
+    module = getattr(impl, "module", None)
+    request_rng = getattr(module, "request_rng", None)
+    if "pcg32" in impl.capabilities and callable(request_rng):
+        seed = int(seed_sequence.generate_state(1, dtype=np.uint64)[0])
+        timeout = float(getattr(impl, "timeout", 10.0) or 10.0)
+        return _call_guarded(impl, "request_rng", timeout, request_rng, seed)
+    return np.random.Generator(np.random.PCG64(seed_sequence))
+
+
+def generation_module(impl: Implementation) -> GuardedModule:
+    """The module holding ``speculative_generate`` and ``generate`` for the generation checks,
+    its functions under a time limit (``GuardedModule``).
+
+    Raises:
+        InvalidArgument: ``impl`` does not offer the ``generation`` capability.
+    """
+    module = getattr(impl, "module", None)
+    if "generation" not in impl.capabilities or not isinstance(module, ModuleType):
+        raise InvalidArgument(
+            "impl",
+            impl.name,
+            "does not offer generation (speculative_generate, generate, SamplingParams)",
+            "generation checks need a Python implementation module",
+        )
+    return GuardedModule(impl, module)
+
+
+class GuardedModule:
+    """An implementation's module whose plain functions run under ``guarded_call``: a hang,
+    a crash or ``sys.exit`` in ``speculative_generate`` or ``generate`` is the
+    implementation's failure with a time limit (``GENERATION_TIMEOUT``), not a hung harness;
+    a function that hung once is not called again (the implementation keeps that record).
+    Classes (drafts, models) are returned as they are: their methods run inside those calls.
+    """
+
+    def __init__(self, impl: Any, module: ModuleType, timeout: float = GENERATION_TIMEOUT):
+        self.impl = impl
+        self.module = module
+        self.timeout = timeout
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self.module, name)
+        if not isinstance(value, FunctionType):
+            return value
+        from spec_verify.reference import (
+            CacheMismatch,  # the instrument models' verdict, not a crash
+        )
+
+        @functools.wraps(value)
+        def guarded(*args: Any, **kwargs: Any) -> Any:
+            bound = functools.partial(value, *args, **kwargs)
+            return _call_guarded(self.impl, name, self.timeout, bound, passthrough=(CacheMismatch,))
+
+        return guarded
+
+    def __repr__(self) -> str:
+        return f"GuardedModule({self.module.__name__!r})"
+
+
+def module_attr(impl: Implementation, name: str) -> Any:
+    """``impl.module.<name>`` if the implementation's module has it, else the reference's.
+
+    Drafts and the n-gram model come from the implementation when it has its own (their bugs
+    are its bugs); the tiers take models and the tokenizer from the reference always, because
+    they are the instruments that check the cache and log every pass.
+    """
+    module = getattr(impl, "module", None)
+    if module is not None and hasattr(module, name):
+        return getattr(module, name)
+    from spec_verify import reference
+
+    return getattr(reference, name)
+
+
+class CountingUniforms:
+    """A uniform source that counts its draws (it wraps any other source).
+
+    >>> source = CountingUniforms(np.random.default_rng(0))
+    >>> _ = source.random(), source.random()
+    >>> source.drawn
+    2
+    """
+
+    __slots__ = ("_source", "drawn")
+
+    def __init__(self, source: Any) -> None:
+        self._source = source
+        self.drawn = 0
+
+    def random(self) -> float:
+        self.drawn += 1
+        value: float = float(self._source.random())
+        return value
+
+    def __repr__(self) -> str:
+        return f"CountingUniforms(drawn={self.drawn})"
+
+
+@dataclass(frozen=True)
+class VerifyRequest:
+    """The arguments of one ``verify_draft`` round, but for the parameters and the source."""
+
+    target_logits: NDArray[np.float64]
+    draft_ids: list[int]
+    draft_probs: NDArray[np.float64] | None
+    history: Sequence[int] = ()
+    prompt: Sequence[int] = ()
+
+
+# The largest seed handed to a library's own stream (the C ABI takes a uint64; staying below
+# 2**63 keeps it a non-negative int64 too).
+_SEED_BOUND = 2**63
+
+
+class SampledVerifier:
+    """Independent ``verify_draft`` rounds with one set of sampling parameters, for a tier that
+    samples outcomes (the statistical checks).
+
+    A Python implementation draws every round from one uniform source
+    (``implementation_rng``). An implementation with ``batch`` (the C ABI adapter) gets the
+    rounds in one message per call of this object, each round from the library's *own* PCG32
+    stream seeded with a fresh 63-bit seed drawn from ``seeds``: that is the generator a port
+    runs in production, and one message instead of one per round makes the tier about ten
+    times faster across the process boundary. Rounds stay independent either way; a run is
+    reproducible from ``seeds``.
+
+    Raises (from ``__call__``): whatever one round raises, as a direct call would
+    (``ValueError`` subclasses for rejected input, ``ImplementationError`` for a crash).
+    """
+
+    def __init__(self, impl: Implementation, params: Any, seeds: np.random.SeedSequence) -> None:
+        self.impl = impl
+        self.params = params
+        self.batched = callable(getattr(impl, "batch", None)) and callable(
+            getattr(impl, "verify_call", None)
+        )
+        if self.batched:
+            self._seeds = np.random.Generator(np.random.PCG64(seeds))
+        else:
+            self._rng = implementation_rng(impl, seeds)
+
+    def __call__(self, requests: Sequence[VerifyRequest]) -> list[tuple[list[int], int]]:
+        """``(emitted_ids, n_accepted)`` of each round, in order."""
+        if not self.batched:
+            return [
+                self.impl.verify_draft(
+                    r.target_logits, r.draft_ids, r.draft_probs, self.params, r.history,
+                    self._rng, r.prompt,
+                )
+                for r in requests
+            ]  # fmt: skip
+        greedy = getattr(self.params, "temperature", 1.0) == 0
+        seeds = self._seeds.integers(0, _SEED_BOUND, size=len(requests), dtype=np.int64)
+        calls = [
+            self.impl.verify_call(  # type: ignore[attr-defined]
+                r.target_logits, r.draft_ids, r.draft_probs, self.params, r.history, r.prompt,
+                ("forbid",) if greedy else ("seed", int(seed)),
+            )
+            for r, seed in zip(requests, seeds, strict=True)
+        ]  # fmt: skip
+        results: list[tuple[list[int], int]] = []
+        for kind, value, _drawn in self.impl.batch(calls):  # type: ignore[attr-defined]
+            if kind == "err":
+                if isinstance(value, BaseException):
+                    raise value
+                raise ImplementationError(self.impl.name, "verify_draft", f"failed: {value!r}")
+            emitted, accepted = value
+            results.append((list(emitted), int(accepted)))
+        return results

@@ -1,0 +1,58 @@
+"""The exact engine's public face: what the check runner, the CLI and users import.
+
+- ``cells``: the cell enumerator (``enumerate_round``): one round's exact output distribution
+  for any implementation that takes an injected uniform source;
+- ``theorems``: the exactness theorems on seeded cases and ``run_exact_tier`` (one
+  ``CheckResult`` per theorem);
+- ``lossy``: lossy verification rules as implementations, and ``measure`` (exact bias and
+  acceptance gained);
+- ``symbolic``: sympy derivations of the per-token identity and the expected length.
+"""
+
+from __future__ import annotations
+
+from spec_verify.exact._cells import (
+    GUARD,
+    Enumeration,
+    Round,
+    check_dist,
+    enumerate_round,
+    parse_dist,
+)
+from spec_verify.exact._lossy import LOSSY_RULES, LossyReport, lossy_rule, measure
+from spec_verify.exact._symbolic import Derivation, derivations
+from spec_verify.exact._theorems import (
+    DEFAULT_CASES,
+    THEOREMS,
+    Case,
+    CaseResult,
+    named_case,
+    one_position_case,
+    prove_case,
+    run_exact_tier,
+    run_theorem,
+)
+
+__all__ = [
+    "DEFAULT_CASES",
+    "GUARD",
+    "LOSSY_RULES",
+    "THEOREMS",
+    "Case",
+    "CaseResult",
+    "Derivation",
+    "Enumeration",
+    "LossyReport",
+    "Round",
+    "check_dist",
+    "derivations",
+    "enumerate_round",
+    "lossy_rule",
+    "measure",
+    "named_case",
+    "one_position_case",
+    "parse_dist",
+    "prove_case",
+    "run_exact_tier",
+    "run_theorem",
+]

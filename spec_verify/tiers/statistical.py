@@ -1,0 +1,930 @@
+"""The statistical tier: goodness of fit for samplers that draw from their own generator.
+
+The exact tier proves a sampler exact by enumerating the cells of its injected uniforms; a
+sampler that draws from its own seeded generator cannot be enumerated, so this tier samples it
+and tests the output against the exact target, with declared error rates (the statistics
+policy of DESIGN.md):
+
+- every check declares ``delta``, the smallest total-variation distance from the target it
+  detects, and ``power``, the probability it does; its sample size is
+  ``required_samples(cells, alpha_i, delta, power)`` with ``alpha_i = family_alpha / m``
+  (never guessed);
+- the checks are G-tests (cells pooled by *expected* counts) of the first emitted token, of the
+  emitted tuple of a two-draft round, and of the first tokens of end-to-end
+  ``speculative_generate`` on the bundled toy target (``BagLM``), whose exact joint is computed
+  by enumeration; and an exact binomial test of the acceptance rate against ``sum min(p, q)``;
+- Holm's step-down procedure across the run keeps the family-wise false-alarm rate at most
+  ``family_alpha`` (1e-6 in a gate); Holm rejects whatever Bonferroni at ``alpha_i`` rejects,
+  so each check keeps its declared power;
+- one root seed (``numpy.random.SeedSequence``) drives every draw of the harness and seeds the
+  implementation's own generator; a run is never retried;
+- optionally a sequential test (an e-process, safe under optional stopping) runs beside each
+  check and stops it early on overwhelming evidence; the check's alpha is then split between
+  the e-process and the G-test (each at ``alpha_i / 2``), so the false-alarm rate is unchanged.
+
+A token the target gives probability 0 fails its check at once (p-value 0), whatever ``n``.
+
+Entry point: ``run_statistical_tier(impl) -> list[CheckResult]``; ``plan_statistical_tier``
+gives the sample sizes without drawing anything.
+"""
+
+from __future__ import annotations
+
+import abc
+import math
+import numbers
+import time
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from spec_verify.adapters._implementations import Implementation
+from spec_verify.errors import ImplementationError, InvalidArgument
+from spec_verify.results import CheckResult, Status
+from spec_verify.stats._binomial import acceptance_rate_test
+from spec_verify.stats._gof import g_test
+from spec_verify.stats._multiple import holm, holm_thresholds
+from spec_verify.stats._power import _check_int, _check_open_unit, required_samples
+from spec_verify.stats._sequential import SequentialGofTest
+from spec_verify.tiers._drive import SampledVerifier, VerifyRequest, make_params, module_attr
+
+__all__ = [
+    "DEFAULT_BUDGET",
+    "DEFAULT_DELTA",
+    "DEFAULT_FAMILY_ALPHA",
+    "DEFAULT_POWER",
+    "QUICK_DELTA",
+    "STATISTICAL_CHECKS",
+    "AcceptanceRateCheck",
+    "FirstTokenCheck",
+    "GenerationCheck",
+    "PlannedCheck",
+    "SequenceCheck",
+    "StatisticalCheck",
+    "StatisticalPlan",
+    "check_names",
+    "plan_statistical_tier",
+    "run_statistical_tier",
+]
+
+DEFAULT_FAMILY_ALPHA = 1e-6
+DEFAULT_DELTA = 0.05
+QUICK_DELTA = 0.1
+DEFAULT_POWER = 0.99
+DEFAULT_BUDGET = 200_000  # draws per check; the largest default plan is about 14,000
+TIER = "statistical"
+_BATCH = 512  # draws between two looks of the sequential test
+F = Fraction
+Outcome = Hashable
+Dist = tuple[Fraction, ...]
+
+
+# --- the checks ------------------------------------------------------------------------------
+
+
+class _Sampler:
+    """Draws outcomes of one check from an implementation, batch by batch."""
+
+    def __init__(self, draw: Callable[[int], list[Outcome]]) -> None:
+        self.draw = draw
+
+
+@dataclass(frozen=True)
+class StatisticalCheck(abc.ABC):
+    """A check of the tier: what it samples, its exact expected law, what it needs.
+
+    Subclasses define ``probabilities`` (outcome -> exact probability, the target's law of the
+    outcome) and ``start`` (a sampler of outcomes from an implementation).
+    """
+
+    name: str
+    description: str
+
+    needs = "verify_draft"  # the capability an implementation must offer
+    test = "G-test"
+
+    @abc.abstractmethod
+    def probabilities(self) -> dict[Outcome, float]:
+        """Every outcome the check can see, with its exact probability under the target.
+
+        Outcomes of probability 0 may be listed (they are plotted); any outcome that is not
+        listed has probability 0.
+        """
+
+    @abc.abstractmethod
+    def start(
+        self, impl: Implementation, harness: np.random.Generator, seeds: np.random.SeedSequence
+    ) -> _Sampler:
+        """A sampler of i.i.d. outcomes; ``harness`` draws the drafts, ``seeds`` seeds ``impl``."""
+
+    def label(self, outcome: Outcome) -> str:
+        """How an outcome is named in reports and plots."""
+        return str(outcome)
+
+
+def _logits_from(dist: Sequence[Fraction]) -> NDArray[np.float64]:
+    """Logits whose temperature-1 softmax is ``dist`` (``log p``, ``-inf`` for zeros)."""
+    with np.errstate(divide="ignore"):
+        return np.log(np.array([float(v) for v in dist], dtype=np.float64))
+
+
+def _floats(dist: Sequence[Fraction]) -> NDArray[np.float64]:
+    return np.array([float(v) for v in dist], dtype=np.float64)
+
+
+def _choose(rng: np.random.Generator, probs: NDArray[np.float64], size: int) -> NDArray[np.intp]:
+    """``size`` token ids drawn from ``probs`` (renormalised: float rows sum to 1 +- 1e-16)."""
+    return rng.choice(len(probs), size=size, p=probs / probs.sum())
+
+
+@dataclass(frozen=True)
+class FirstTokenCheck(StatisticalCheck):
+    """The first emitted token of ``verify_draft`` with one drafted token follows the target.
+
+    The target is either exact (``target``: Fractions; the logits are ``log p`` at temperature
+    1) or given as ``logits`` with sampling ``params``, ``history`` and ``prompt`` (its law is
+    then the reference's float64 ``sampling_distribution``, the contract's executable form).
+    The draft is ``draft`` (the harness draws ``x ~ q``) or, when ``draft`` is None, a
+    deterministic draft cycling through every token id, including those the target rules out.
+    """
+
+    target: Dist | None = None
+    logits: tuple[float, ...] = ()
+    params: Mapping[str, Any] = field(default_factory=dict)
+    history: tuple[int, ...] = ()
+    prompt: tuple[int, ...] = ()
+    draft: Dist | None = None
+
+    @cached_property
+    def _row(self) -> NDArray[np.float64]:
+        return _logits_from(self.target) if self.target is not None else np.array(self.logits)
+
+    @cached_property
+    def _p(self) -> tuple[float, ...]:
+        if self.target is not None:
+            return tuple(float(v) for v in self.target)
+        from spec_verify.reference import SamplingParams, sampling_distribution
+
+        dist = sampling_distribution(
+            self._row, SamplingParams(**self.params), list(self.history), list(self.prompt)
+        )
+        return tuple(float(v) for v in dist)
+
+    def probabilities(self) -> dict[Outcome, float]:
+        return dict(enumerate(self._p))
+
+    def start(
+        self, impl: Implementation, harness: np.random.Generator, seeds: np.random.SeedSequence
+    ) -> _Sampler:
+        V = len(self._row)
+        rows = np.vstack([self._row, self._row])  # the bonus row never reaches the 1st token
+        verify = SampledVerifier(impl, make_params(impl, **self.params), seeds)
+        q = None if self.draft is None else _floats(self.draft).reshape(1, V)
+        history, prompt = list(self.history), list(self.prompt)
+        calls = 0
+
+        def draw(count: int) -> list[Outcome]:
+            nonlocal calls
+            if q is None:
+                xs = [(calls + i) % V for i in range(count)]
+            else:
+                xs = [int(x) for x in _choose(harness, q[0], count)]
+            calls += count
+            rounds = verify([VerifyRequest(rows, [x], q, history, prompt) for x in xs])
+            return [emitted[0] for emitted, _ in rounds]
+
+        return _Sampler(draw)
+
+
+@dataclass(frozen=True)
+class AcceptanceRateCheck(StatisticalCheck):
+    """The share of drafted tokens kept equals ``sum min(p, q)`` (exact binomial test).
+
+    One drafted token per call, ``x ~ q`` drawn by the harness: each call is a Bernoulli trial
+    with the exact rate ``sum_v min(p(v), q(v)) = 1 - TV(p, q)``.
+    """
+
+    target: Dist = ()
+    draft: Dist = ()
+    test = "exact binomial"
+
+    @cached_property
+    def rate(self) -> Fraction:
+        return sum((min(a, b) for a, b in zip(self.target, self.draft, strict=True)), F(0))
+
+    def probabilities(self) -> dict[Outcome, float]:
+        return {0: float(1 - self.rate), 1: float(self.rate)}
+
+    def label(self, outcome: Outcome) -> str:
+        return "accepted" if outcome == 1 else "rejected"
+
+    def start(
+        self, impl: Implementation, harness: np.random.Generator, seeds: np.random.SeedSequence
+    ) -> _Sampler:
+        row = _logits_from(self.target)
+        rows = np.vstack([row, row])
+        q = _floats(self.draft).reshape(1, -1)
+        verify = SampledVerifier(impl, make_params(impl), seeds)
+
+        def draw(count: int) -> list[Outcome]:
+            xs = _choose(harness, q[0], count)
+            rounds = verify([VerifyRequest(rows, [int(x)], q) for x in xs])
+            return [accepted for _, accepted in rounds]
+
+        return _Sampler(draw)
+
+
+@dataclass(frozen=True)
+class SequenceCheck(StatisticalCheck):
+    """The emitted tuple of a round with two drafts follows its exact law (by enumeration).
+
+    Target and draft are exact tables over ``V`` tokens (a distribution after every prefix,
+    built from ``table_seed``); the harness draws ``x_1 ~ q()``, ``x_2 ~ q(x_1)`` and passes the
+    target's rows after ``()``, ``(x_1,)``, ``(x_1, x_2)``. The law of the emitted tuple is
+    ``exact_round`` of the reference's Fraction path: each emitted token follows the target
+    given the tokens before it, the first one the target's first row.
+    """
+
+    vocab_size: int = 3
+    table_seed: int = 0
+    m: int = 2
+
+    @cached_property
+    def _tables(self) -> tuple[dict[tuple[int, ...], Dist], dict[tuple[int, ...], Dist]]:
+        rng = np.random.default_rng(self.table_seed)
+        V = self.vocab_size
+
+        def dist(zeros: int) -> Dist:
+            weights = rng.integers(1, 6, size=V)
+            if zeros:
+                weights[rng.choice(V, size=zeros, replace=False)] = 0
+            total = int(weights.sum())
+            return tuple(F(int(w), total) for w in weights)
+
+        target: dict[tuple[int, ...], Dist] = {}
+        draft: dict[tuple[int, ...], Dist] = {}
+        prefixes: list[tuple[int, ...]] = [()]
+        for depth in range(self.m + 1):
+            for prefix in prefixes:
+                target[prefix] = dist(zeros=depth % 2)  # some target rows rule tokens out
+                if depth < self.m:
+                    draft[prefix] = dist(zeros=(depth + 1) % 2)
+            prefixes = [(*prefix, t) for prefix in prefixes for t in range(V)]
+        return target, draft
+
+    @cached_property
+    def _law(self) -> dict[Outcome, float]:
+        from spec_verify.reference.exact import exact_round
+
+        target, draft = self._tables
+        law = exact_round(target.__getitem__, draft.__getitem__, (), self.m)
+        return {seq: float(prob) for seq, prob in sorted(law.items()) if prob}
+
+    def probabilities(self) -> dict[Outcome, float]:
+        return dict(self._law)
+
+    def label(self, outcome: Outcome) -> str:
+        return " ".join(str(t) for t in outcome)  # type: ignore[attr-defined]
+
+    def start(
+        self, impl: Implementation, harness: np.random.Generator, seeds: np.random.SeedSequence
+    ) -> _Sampler:
+        target, draft = self._tables
+        logits = {prefix: _logits_from(dist) for prefix, dist in target.items()}
+        q = {prefix: _floats(dist) for prefix, dist in draft.items()}
+        verify = SampledVerifier(impl, make_params(impl), seeds)
+
+        def request() -> VerifyRequest:
+            prefix: tuple[int, ...] = ()
+            for _ in range(self.m):
+                prefix = (*prefix, int(_choose(harness, q[prefix], 1)[0]))
+            rows = np.vstack([logits[prefix[:i]] for i in range(self.m + 1)])
+            probs = np.vstack([q[prefix[:i]] for i in range(self.m)])
+            return VerifyRequest(rows, list(prefix), probs)
+
+        def draw(count: int) -> list[Outcome]:
+            return [tuple(emitted) for emitted, _ in verify([request() for _ in range(count)])]
+
+        return _Sampler(draw)
+
+
+@dataclass(frozen=True)
+class GenerationCheck(StatisticalCheck):
+    """End to end: the first ``length`` tokens of ``speculative_generate`` follow the target.
+
+    The target is the bundled toy ``BagLM`` (seed 11, V = 8); the exact joint of its first
+    tokens under the sampling ``params`` is enumerated with the reference's float64
+    ``sampling_distribution`` (penalties see the tokens generated so far). Each draw is one
+    generation with a fresh target and draft and its own ``seed`` (from the root seed), so the
+    implementation draws from its own generator, ``request_rng(p.seed)``.
+    """
+
+    draft_kind: str = "model"  # "model" (a sampled BagLM draft) or "prompt_lookup"
+    alphabet: str = "abcdefg"
+    target_seed: int = 11
+    draft_seed: int = 99
+    prompt: tuple[int, ...] = (1, 2, 3, 1, 2)
+    k: int = 3
+    length: int = 2
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+    needs = "generation"
+
+    def _target(self) -> Any:
+        from spec_verify.reference import BagLM
+
+        return BagLM(len(self.alphabet) + 1, seed=self.target_seed)
+
+    @cached_property
+    def _law(self) -> dict[Outcome, float]:
+        from spec_verify.reference import SamplingParams, sampling_distribution
+
+        p = SamplingParams(**self.params)
+        law: dict[tuple[int, ...], float] = {(): 1.0}
+        for _ in range(self.length):
+            grown: dict[tuple[int, ...], float] = {}
+            for seq, prob in law.items():
+                model = self._target()
+                logits = model.forward([*self.prompt, *seq], model.new_cache(), 0)[-1]
+                dist = sampling_distribution(logits, p, list(seq), list(self.prompt))
+                for token, q in enumerate(dist):
+                    if q > 0:
+                        grown[(*seq, token)] = prob * float(q)
+            law = grown
+        return dict(sorted(law.items()))
+
+    def probabilities(self) -> dict[Outcome, float]:
+        return dict(self._law)
+
+    def label(self, outcome: Outcome) -> str:
+        return " ".join(str(t) for t in outcome)  # type: ignore[attr-defined]
+
+    def _draft(self, impl: Implementation) -> Any:
+        from spec_verify.reference import BagLM
+
+        if self.draft_kind == "model":
+            return module_attr(impl, "ModelDraft")(BagLM(len(self.alphabet) + 1, self.draft_seed))
+        return module_attr(impl, "PromptLookupDraft")()
+
+    def start(
+        self, impl: Implementation, harness: np.random.Generator, seeds: np.random.SeedSequence
+    ) -> _Sampler:
+        from spec_verify.reference import CharTokenizer
+        from spec_verify.tiers._drive import generation_module
+
+        generate = generation_module(impl).speculative_generate
+        tok = CharTokenizer(self.alphabet)
+        seed_stream = np.random.Generator(np.random.PCG64(seeds))
+
+        def one(seed: int) -> Outcome:
+            p = make_params(impl, max_tokens=self.length, seed=seed, **self.params)
+            out = generate(self._target(), self._draft(impl), tok, list(self.prompt), p, k=self.k)
+            return tuple(int(t) for t in out.ids)
+
+        def draw(count: int) -> list[Outcome]:
+            seeds_ = seed_stream.integers(0, 2**63, size=count, dtype=np.int64)
+            return [_guarded(impl, "speculative_generate", one, int(s)) for s in seeds_]
+
+        return _Sampler(draw)
+
+
+def _guarded(impl: Implementation, call: str, fn: Callable[[int], Outcome], arg: int) -> Outcome:
+    """Generation runs outside the adapter's guard: its crash is the implementation's failure."""
+    try:
+        return fn(arg)
+    except (ValueError, ImplementationError):
+        raise
+    except Exception as exc:  # the implementation's own bug: report it as such
+        raise ImplementationError(impl.name, call, f"raised {type(exc).__name__}: {exc}") from exc
+
+
+_P_SEED = (F(1, 2), F(1, 8), F(1, 8), F(1, 8), F(1, 8))
+_Q_SEED = (F(1, 8), F(1, 2), F(1, 8), F(1, 8), F(1, 8))
+
+STATISTICAL_CHECKS: tuple[StatisticalCheck, ...] = (
+    FirstTokenCheck(
+        "first_token.sampled_draft",
+        "first token of a sampled one-token draft (x ~ q) follows the target p",
+        target=_P_SEED,
+        draft=_Q_SEED,
+    ),
+    FirstTokenCheck(
+        "first_token.disjoint_supports",
+        "draft and target with disjoint supports: every draft is rejected, the output is p",
+        target=(F(1, 2), F(1, 2), F(0), F(0), F(0)),
+        draft=(F(0), F(0), F(1, 4), F(1, 4), F(1, 2)),
+    ),
+    FirstTokenCheck(
+        "first_token.deterministic_draft",
+        "one-hot drafts of every token (including p(x) = 0) give exactly p",
+        target=(F(1, 8), F(3, 8), F(0), F(1, 4), F(1, 4)),
+        draft=None,
+    ),
+    FirstTokenCheck(
+        "first_token.filters_and_penalties",
+        "temperature, top-k, top-p, min-p and the three penalties shape p as the contract says",
+        logits=(1.2, 0.3, 2.0, -0.5, 0.9, 1.7, -1.0, 0.0),
+        params={
+            "temperature": 0.8,
+            "top_k": 6,
+            "top_p": 0.95,
+            "min_p": 0.02,
+            "repetition_penalty": 1.2,
+            "presence_penalty": 0.3,
+            "frequency_penalty": 0.2,
+        },
+        history=(1, 1, 2),
+        prompt=(3,),
+        draft=(F(1, 4), F(1, 8), F(1, 8), F(1, 8), F(1, 8), F(1, 8), F(1, 16), F(1, 16)),
+    ),
+    SequenceCheck(
+        "sequence.two_drafts",
+        "the emitted tuple of a two-draft round follows its exact law (right row per position)",
+        vocab_size=3,
+        table_seed=5,
+        m=2,
+    ),
+    AcceptanceRateCheck(
+        "acceptance_rate",
+        "the acceptance rate equals sum min(p, q) = 3/4",
+        target=(F(1, 2), F(1, 4), F(1, 8), F(1, 8), F(0)),
+        draft=(F(1, 4), F(1, 4), F(1, 4), F(1, 8), F(1, 8)),
+    ),
+    GenerationCheck(
+        "generation.model_draft",
+        "speculative_generate with a sampled model draft: the first two tokens follow the "
+        "target's exact joint (the seed's 400-seed test, calibrated)",
+        draft_kind="model",
+    ),
+    GenerationCheck(
+        "generation.prompt_lookup_penalties",
+        "speculative_generate with prompt lookup, top-k and penalties: the first two tokens "
+        "follow the target's exact joint (penalties see the kept drafts)",
+        draft_kind="prompt_lookup",
+        params={
+            "temperature": 0.9,
+            "top_k": 5,
+            "repetition_penalty": 1.3,
+            "presence_penalty": 0.2,
+            "frequency_penalty": 0.1,
+        },
+    ),
+)
+
+
+def check_names() -> list[str]:
+    """The names of the built-in checks, in run order."""
+    return [check.name for check in STATISTICAL_CHECKS]
+
+
+# --- the plan --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PlannedCheck:
+    """One check of a plan: its sample size and the alpha it was planned at.
+
+    ``index`` is the check's position in ``STATISTICAL_CHECKS`` (its seed stream);
+    ``skip_reason`` is set when the implementation lacks what the check needs (``n`` is then 0).
+    """
+
+    check: StatisticalCheck
+    index: int
+    n: int
+    alpha: float
+    cells: int
+    skip_reason: str = ""
+
+
+@dataclass(frozen=True)
+class StatisticalPlan:
+    """The sample sizes of a run, computed from ``(cells, alpha_i, delta, power)``."""
+
+    seed: int
+    family_alpha: float
+    delta: float
+    power: float
+    budget: int
+    sequential: bool
+    entries: tuple[PlannedCheck, ...]
+
+    def total_samples(self) -> int:
+        return sum(entry.n for entry in self.entries)
+
+    def active(self) -> list[PlannedCheck]:
+        return [entry for entry in self.entries if not entry.skip_reason]
+
+
+def plan_statistical_tier(
+    impl: Implementation | None = None,
+    *,
+    seed: int = 0,
+    family_alpha: float = DEFAULT_FAMILY_ALPHA,
+    delta: float = DEFAULT_DELTA,
+    power: float = DEFAULT_POWER,
+    budget: int = DEFAULT_BUDGET,
+    checks: Sequence[str] | None = None,
+    sequential: bool = False,
+) -> StatisticalPlan:
+    """Plan a run: which checks run, how many draws each, at which alpha.
+
+    With ``m`` checks that run, each is planned at ``alpha_i = family_alpha / m`` (at
+    ``alpha_i / 2`` for its G-test when ``sequential``), with
+    ``n = required_samples(cells, alpha_i, delta, power)`` where ``cells`` counts the outcomes
+    of positive probability. ``impl=None`` plans as if every capability were offered.
+
+    Raises:
+        InvalidArgument: ``family_alpha`` or ``power`` outside (0, 1), ``power <= alpha``,
+            ``delta`` outside (0, 1], a bad ``seed`` or ``budget``, an unknown check name, or a
+            check whose sample size exceeds ``budget`` (the message says what would fit).
+    """
+    family_alpha = _check_open_unit("family_alpha", family_alpha)
+    seed = _check_seed(seed)
+    budget = _check_int("budget", budget, 1)
+    selected = _select(checks)
+    skip = {index: _skip_reason(impl, check) for index, check in selected if impl is not None}
+    active = [index for index, _ in selected if not skip.get(index)]
+    m = max(1, len(active))
+    alpha_i = family_alpha / m
+    entries = []
+    for index, check in selected:
+        cells = sum(1 for prob in check.probabilities().values() if prob > 0)
+        reason = skip.get(index, "")
+        if reason:
+            entries.append(PlannedCheck(check, index, 0, alpha_i, cells, reason))
+            continue
+        test_alpha = alpha_i / 2 if sequential else alpha_i
+        try:
+            n = required_samples(max(cells, 2), test_alpha, delta, power, budget=budget)
+        except InvalidArgument as error:
+            raise InvalidArgument(
+                error.argument, error.value, f"check {check.name}: {error.rule}", error.fix
+            ) from error
+        entries.append(PlannedCheck(check, index, n, alpha_i, cells))
+    return StatisticalPlan(
+        seed=seed,
+        family_alpha=family_alpha,
+        delta=float(delta),
+        power=float(power),
+        budget=budget,
+        sequential=bool(sequential),
+        entries=tuple(entries),
+    )
+
+
+def _check_seed(seed: Any) -> int:
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+        raise InvalidArgument("seed", seed, "must be an integer >= 0", "e.g. seed=0")
+    return int(seed)
+
+
+def _select(checks: Sequence[str] | None) -> list[tuple[int, StatisticalCheck]]:
+    indexed = list(enumerate(STATISTICAL_CHECKS))
+    if checks is None:
+        return indexed
+    if isinstance(checks, str):
+        raise InvalidArgument("checks", checks, "must be a list of check names", f"[{checks!r}]")
+    known = {check.name: (index, check) for index, check in indexed}
+    unknown = [name for name in checks if name not in known]
+    if unknown or not checks:
+        raise InvalidArgument(
+            "checks",
+            list(checks),
+            f"unknown check names {unknown}" if unknown else "selects no check",
+            f"choose from {sorted(known)}",
+        )
+    return sorted(known[name] for name in dict.fromkeys(checks))
+
+
+def _skip_reason(impl: Implementation, check: StatisticalCheck) -> str:
+    if check.needs not in impl.capabilities:
+        return f"{impl.name} does not offer {check.needs}"
+    return ""
+
+
+# --- observing and judging -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Observation:
+    """What one check saw: the p-value Holm judges, and the evidence for the report."""
+
+    pvalue: float
+    statistic: float
+    n: int
+    details: dict[str, Any]
+    summary: str  # the statistic and the evidence, without the verdict
+    problem: str = ""  # set when the implementation crashed or rejected valid input
+
+
+def _seed_sequences(seed: int, index: int) -> tuple[np.random.SeedSequence, np.random.SeedSequence]:
+    harness, impl = np.random.SeedSequence(seed, spawn_key=(index,)).spawn(2)
+    return harness, impl
+
+
+def _draw_outcomes(
+    impl: Implementation, plan: StatisticalPlan, entry: PlannedCheck
+) -> tuple[list[Outcome], SequentialGofTest | None]:
+    """Draw the planned outcomes, stopping early if the sequential test rejects."""
+    harness_seq, impl_seq = _seed_sequences(plan.seed, entry.index)
+    sampler = entry.check.start(impl, np.random.Generator(np.random.PCG64(harness_seq)), impl_seq)
+    cells = list(entry.check.probabilities())
+    index_by_outcome = {outcome: i for i, outcome in enumerate(cells)}
+    sequential = None
+    if plan.sequential:
+        probs = [*entry.check.probabilities().values(), 0.0]  # last: any unlisted outcome
+        sequential = SequentialGofTest(probs, alpha=entry.alpha / 2)
+    outcomes: list[Outcome] = []
+    while len(outcomes) < entry.n:
+        batch = sampler.draw(min(_BATCH, entry.n - len(outcomes)))
+        outcomes.extend(batch)
+        if sequential is not None:
+            idx = [index_by_outcome.get(outcome, len(cells)) for outcome in batch]
+            if sequential.update_many(np.array(idx, dtype=np.int64)):
+                break
+    return outcomes, sequential
+
+
+def observe(
+    outcomes: Sequence[Outcome],
+    check: StatisticalCheck,
+    alpha: float,
+    sequential: SequentialGofTest | None = None,
+) -> _Observation:
+    """Test ``outcomes`` against the check's exact law at ``alpha`` (before Holm)."""
+    law = check.probabilities()
+    cells = list(law)
+    extra = sorted({o for o in outcomes if o not in law}, key=repr)  # probability 0
+    all_cells = cells + extra
+    index_by_outcome = {outcome: i for i, outcome in enumerate(all_cells)}
+    counts = np.zeros(len(all_cells), dtype=np.int64)
+    for outcome in outcomes:
+        counts[index_by_outcome[outcome]] += 1
+    probs = [*law.values(), *([0.0] * len(extra))]
+    n = len(outcomes)
+    details: dict[str, Any] = {
+        "test": check.test,
+        "cells": [check.label(o) for o in all_cells],
+        "observed": [int(c) for c in counts],
+        "expected": [n * float(v) for v in probs],
+    }
+    g_alpha = alpha / 2 if sequential is not None else alpha
+    if isinstance(check, AcceptanceRateCheck):
+        accepted = int(counts[all_cells.index(1)]) if 1 in law else 0
+        rate_result = acceptance_rate_test(accepted, n, check.rate, g_alpha)
+        pvalue, statistic = rate_result.pvalue, rate_result.statistic
+        details.update(
+            expected_rate=str(check.rate),
+            observed_rate=statistic,
+            interval=[rate_result.ci_low, rate_result.ci_high],
+            interval_level=1 - g_alpha,
+        )
+        summary = (
+            f"accepted {accepted} of {n} (rate {statistic:.4g}, exact "
+            f"{rate_result.ci_low:.4g}..{rate_result.ci_high:.4g} interval); expected "
+            f"{check.rate} = {float(check.rate):.4g}; binomial p={pvalue:.3g}"
+        )
+    else:
+        try:
+            gof = g_test(counts, probs, g_alpha)
+        except InvalidArgument:
+            if sequential is None or not sequential.rejected:
+                raise
+            gof = None  # stopped too early for the G-test: the e-process decides
+        if gof is None:
+            pvalue, statistic = 1.0, math.nan
+            summary = f"stopped early after n={n} draws"
+        else:
+            pvalue, statistic = gof.pvalue, gof.statistic
+            details.update(
+                df=gof.df,
+                pooled=[check.label(all_cells[i]) for i in gof.pooled],
+                observed_tv=gof.total_variation(),
+            )
+            summary = _gof_summary(gof, check, all_cells)
+    if sequential is not None:
+        seq = sequential.result()
+        e_pvalue = seq.pvalue()
+        details["sequential"] = {
+            "alpha": seq.alpha,
+            "e_value": seq.e_value,
+            "max_e_value": seq.max_e_value,
+            "stopped_at": seq.stopped_at,
+        }
+        summary += f"; e-process max E={seq.max_e_value:.4g}" + (
+            f", stopped at n={seq.stopped_at}" if seq.stopped_at is not None else ""
+        )
+        pvalue = min(1.0, 2 * min(pvalue, e_pvalue))  # Bonferroni over the two looks
+    return _Observation(pvalue, statistic, n, details, summary)
+
+
+def _gof_summary(gof: Any, check: StatisticalCheck, cells: list[Outcome]) -> str:
+    text = f"G={gof.statistic:.4g} on {gof.df} df, p={gof.pvalue:.3g}, n={gof.n}"
+    if gof.zero_probability_tokens:
+        seen = ", ".join(
+            f"{check.label(cells[t])} ({gof.observed[t]}x)" for t in gof.zero_probability_tokens
+        )
+        return f"{text}; outcomes the target gives probability 0 were produced: {seen}"
+    if gof.deviations:
+        worst = gof.deviations[0]
+        text += (
+            f"; largest deviation: {check.label(cells[worst.token])} observed "
+            f"{worst.observed}, expected {worst.expected:.1f}"
+        )
+    return text
+
+
+def run_statistical_tier(
+    impl: Implementation,
+    *,
+    seed: int = 0,
+    family_alpha: float = DEFAULT_FAMILY_ALPHA,
+    delta: float | None = None,
+    power: float = DEFAULT_POWER,
+    budget: int = DEFAULT_BUDGET,
+    checks: Sequence[str] | None = None,
+    sequential: bool = False,
+    quick: bool = False,
+    progress: Callable[[str], None] | None = None,
+) -> list[CheckResult]:
+    """Run the statistical tier against ``impl``; one ``CheckResult`` per check.
+
+    Valid for any implementation whose draws are independent across calls given their seeds
+    (each call gets fresh drafts; generations get their own seeds). Under a correct sampler
+    the probability that any check fails is at most ``family_alpha`` (Holm across the run;
+    each G-test trusts its chi-square limit, see ``spec_verify.stats._gof``); a check whose outcome
+    law is at total variation ``delta`` or more from the target fails with probability at
+    least ``power`` (up to the same approximation).
+
+    Args:
+        impl: the implementation under test (``verify_draft``; ``generation`` for the
+            end-to-end checks, which are skipped without it).
+        seed: the root seed of every draw (``numpy.random.SeedSequence``); same seed, same run.
+        family_alpha: family-wise false-alarm rate of the run (1e-6 in a gate).
+        delta: the smallest total-variation distance each check detects (default 0.05, or
+            0.1 when ``quick``: a quarter of the draws).
+        power: the probability each check detects a sampler at distance ``delta``.
+        budget: the most draws one check may take (an error says what fits if it is exceeded).
+        checks: names of the checks to run (default all, see ``check_names()``); the family is
+            the checks that run.
+        sequential: also run an e-process beside each check and stop it early once it rejects.
+        quick: plan for ``delta = 0.1`` unless ``delta`` is given.
+        progress: called with one line per check as it starts.
+
+    Returns:
+        One result per selected check, in run order, ``tier="statistical"``; each declares
+        ``alpha`` (its planned share of ``family_alpha``) and, in ``details``, ``delta``,
+        ``power``, ``family_alpha``, the Holm threshold, and observed vs expected counts.
+
+    Raises:
+        InvalidArgument: a bad argument, or a plan beyond ``budget`` (see
+            ``plan_statistical_tier``).
+    """
+    if delta is None:
+        delta = QUICK_DELTA if quick else DEFAULT_DELTA
+    plan = plan_statistical_tier(
+        impl,
+        seed=seed,
+        family_alpha=family_alpha,
+        delta=delta,
+        power=power,
+        budget=budget,
+        checks=checks,
+        sequential=sequential,
+    )
+    observations: dict[int, _Observation] = {}
+    seconds: dict[int, float] = {}
+    for entry in plan.active():
+        if progress is not None:
+            progress(f"statistical: {entry.check.name} ({entry.n:,} draws)")
+        started = time.perf_counter()
+        observations[entry.index] = _observe_safely(impl, plan, entry)
+        seconds[entry.index] = time.perf_counter() - started
+    order = list(observations)
+    pvalues = [observations[i].pvalue for i in order]
+    rejected = dict(zip(order, holm(pvalues, plan.family_alpha), strict=True))
+    thresholds = dict(zip(order, holm_thresholds(pvalues, plan.family_alpha), strict=True))
+    results = []
+    for entry in plan.entries:
+        if entry.skip_reason:
+            results.append(_skipped(impl, plan, entry))
+            continue
+        obs = observations[entry.index]
+        results.append(
+            _result(
+                impl,
+                plan,
+                entry,
+                obs,
+                rejected[entry.index],
+                thresholds[entry.index],
+                seconds[entry.index],
+            )
+        )
+    return results
+
+
+def _observe_safely(
+    impl: Implementation, plan: StatisticalPlan, entry: PlannedCheck
+) -> _Observation:
+    """Observe one check; a crash or a rejected valid input is the implementation's failure
+    (p-value 0, so Holm counts it as rejected and the other checks keep their thresholds)."""
+    try:
+        outcomes, sequential = _draw_outcomes(impl, plan, entry)
+        return observe(outcomes, entry.check, entry.alpha, sequential)
+    except ImplementationError as error:
+        problem = f"the implementation failed: {error}"
+    except ValueError as error:
+        problem = f"the implementation rejected valid input: {type(error).__name__}: {error}"
+    return _Observation(0.0, math.nan, 0, {"test": entry.check.test}, problem, problem=problem)
+
+
+def _repro(impl: Implementation, plan: StatisticalPlan, name: str) -> str:
+    options = [f"--spec-impl={impl.name}", f"--spec-seed={plan.seed}"]
+    if plan.family_alpha != DEFAULT_FAMILY_ALPHA:
+        options.append(f"--spec-alpha={plan.family_alpha:g}")
+    if plan.delta != DEFAULT_DELTA:
+        options.append(f"--spec-delta={plan.delta:g}")
+    if plan.power != DEFAULT_POWER:
+        options.append(f"--spec-power={plan.power:g}")
+    if plan.sequential:
+        options.append("--spec-sequential")
+    return (
+        "pytest --pyargs spec_verify.properties.test_statistics "
+        + " ".join(options)
+        + f" -k '{name}'"
+    )
+
+
+def _declared(plan: StatisticalPlan, entry: PlannedCheck) -> dict[str, Any]:
+    return {
+        "family_alpha": plan.family_alpha,
+        "delta": plan.delta,
+        "power": plan.power,
+        "planned_alpha": entry.alpha,
+        "required_samples": entry.n,
+        "cells": entry.cells,
+        "seed": plan.seed,
+        "description": entry.check.description,
+    }
+
+
+def _skipped(impl: Implementation, plan: StatisticalPlan, entry: PlannedCheck) -> CheckResult:
+    declared = _declared(plan, entry)
+    return CheckResult(
+        tier=TIER,
+        name=entry.check.name,
+        status=Status.SKIPPED,
+        message=f"skipped: {entry.skip_reason}",
+        alpha=entry.alpha,
+        n=0,
+        details={key: declared[key] for key in ("family_alpha", "delta", "power", "seed")},
+    )
+
+
+def _result(
+    impl: Implementation,
+    plan: StatisticalPlan,
+    entry: PlannedCheck,
+    obs: _Observation,
+    rejected: bool,
+    threshold: float,
+    seconds: float,
+) -> CheckResult:
+    details = {**_declared(plan, entry), **obs.details, "holm_threshold": threshold}
+    guarantee = (
+        f"detects TV >= {plan.delta:g} with power {plan.power:g} at family alpha "
+        f"{plan.family_alpha:g}"
+    )
+    if obs.problem:
+        status, message = Status.ERROR, obs.problem
+    elif rejected:
+        status = Status.FAILED
+        message = (
+            f"not the target (p={obs.pvalue:.3g} < Holm threshold "
+            f"{threshold:.3g}): {obs.summary}; {guarantee}"
+        )
+    else:
+        status = Status.PASSED
+        message = (
+            f"consistent with the target (p={obs.pvalue:.3g} >= Holm "
+            f"threshold {threshold:.3g}): {obs.summary}; {guarantee}"
+        )
+    return CheckResult(
+        tier=TIER,
+        name=entry.check.name,
+        status=status,
+        message=message,
+        statistic=None if math.isnan(obs.statistic) else obs.statistic,
+        pvalue=obs.pvalue,
+        alpha=entry.alpha,
+        n=obs.n,
+        details=details,
+        repro="" if status is Status.PASSED else _repro(impl, plan, entry.check.name),
+        seconds=seconds,
+    )
