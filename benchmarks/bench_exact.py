@@ -10,8 +10,8 @@ Printed per (V, k): calls into the implementation (and how many of them the leaf
 calls / (V (k + 1)) and the same for the exploration alone (calls less audits: flat in k, about
 2 to 3); the leaf audits, which move every draw of every leaf, add a term that grows with k.
 Then the lower bound any sound black-box method has on this tree, ``sum over leaves (draws +
-1)`` (see ``spec_verify.exact._cells``), and the calls over it, wall time, the samples a G-test needs
-to detect a deviation of 1e-3 in total variation at alpha = 1e-6 with power 0.99 (``n =
+1)`` (see ``spec_verify.exact._cells``), and the calls over it, wall time, the samples a
+G-test needs to detect a deviation of 1e-3 in total variation at alpha = 1e-6 with power 0.99 (``n =
 lambda(V - 1) / (4 delta^2)``, noncentral chi-square, from ``spec_verify.stats._power``), and that
 number over the calls.
 

@@ -126,6 +126,7 @@ def run_property_tier(
     max_examples: int | None = None,
     properties: Sequence[str] | None = None,
     progress: Callable[[str], None] | None = None,
+    **options: Any,
 ) -> list[CheckResult]:
     """Run every property against ``impl``; one result per property, in ``PROPERTIES`` order.
 

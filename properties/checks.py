@@ -1,4 +1,4 @@
-"""Property checks that take any implementation (``spec_verify.adapters._implementations.Implementation``).
+"""Property checks that take any implementation (``spec_verify.adapters.Implementation``).
 
 Each check is a function ``check_<property>(impl, case)`` that returns None when the property
 holds and raises ``PropertyViolation`` (an ``AssertionError`` naming the property) when it

@@ -1,4 +1,6 @@
-"""``check_exports``: a package's ``__all__`` is unique and names what it defines (ruff RUF022 keeps it sorted).
+"""``check_exports``: a package's ``__all__`` is unique and names what it defines.
+
+ruff (RUF022) keeps every ``__all__`` sorted.
 
 Called at the end of every ``__init__`` (as Hypothesis does), so a re-export that no longer
 resolves fails at import instead of at the user's first ``from spec_verify.stats import ...``.

@@ -20,12 +20,15 @@ Markers: ``spec_property``, ``spec_statistical``, and ``spec_capability(name, ..
 a test when the implementation lacks a capability. A failing test that uses the plugin prints a
 reproduction line: the pytest command with the implementation and the seed.
 
-The library is imported lazily (inside fixtures and hooks), so registering the plugin costs a
-session nothing when its options are not used.
+The plugin is inert unless used: in a project that gives no ``--spec-*`` option and collects
+no test using its fixtures or markers, it registers its options and markers and nothing else
+(no Hypothesis profile is loaded, no header line is printed, numpy is never imported). Once
+used, it loads the Hypothesis profile after collection and prints its seed line there.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import zlib
@@ -38,7 +41,9 @@ import pytest
 __all__ = [
     "PROFILES",
     "pytest_addoption",
+    "pytest_collection_modifyitems",
     "pytest_configure",
+    "pytest_report_collectionfinish",
     "pytest_report_header",
     "pytest_runtest_makereport",
     "pytest_runtest_setup",
@@ -130,7 +135,32 @@ def _seed(text: str) -> int:
 def pytest_configure(config: pytest.Config) -> None:
     for line in _MARKERS:
         config.addinivalue_line("markers", line)
-    config.stash[_PROFILE_KEY] = _load_profile(config)
+    if _options_used(config):
+        config.stash[_PROFILE_KEY] = _load_profile(config)
+
+
+def _options_used(config: pytest.Config) -> bool:
+    """Whether a ``--spec-*`` option was given (command line, PYTEST_ADDOPTS or ``addopts``)."""
+    words = [*config.invocation_params.args, *os.environ.get("PYTEST_ADDOPTS", "").split()]
+    with contextlib.suppress(ValueError):  # no addopts ini key
+        words += [str(w) for w in config.getini("addopts")]
+    return any(str(word).startswith("--spec-") for word in words)
+
+
+def pytest_collection_modifyitems(
+    session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+) -> None:
+    """Activate the plugin (its Hypothesis profile) once a collected test uses it."""
+    if _PROFILE_KEY not in config.stash and any(_uses_plugin(item) for item in items):
+        config.stash[_PROFILE_KEY] = _load_profile(config)
+
+
+def pytest_report_collectionfinish(config: pytest.Config) -> list[str]:
+    """The seed line when a collected test activated the plugin (given ``--spec-*`` options, the
+    header already printed it; an inert plugin prints nothing)."""
+    if _PROFILE_KEY not in config.stash or _options_used(config):
+        return []
+    return [_header(config)]
 
 
 def _in_ci() -> bool:
@@ -187,7 +217,12 @@ def _load_profile(config: pytest.Config) -> str:
     return str(chosen)
 
 
-def pytest_report_header(config: pytest.Config) -> str:
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    """The seed line at the top when a ``--spec-*`` option was given."""
+    return [_header(config)] if _options_used(config) else []
+
+
+def _header(config: pytest.Config) -> str:
     return (
         f"spec-verify: impl={config.getoption('--spec-impl')}, "
         f"seed={config.getoption('--spec-seed')}, "

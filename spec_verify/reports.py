@@ -1,9 +1,11 @@
 """Reports of a ``spec-verify check`` run: a terminal table, JSON, JUnit XML and plots.
 
-JUnit maps one tier to one ``<testsuite>`` and one check to one ``<testcase>``: FAILED becomes
-``<failure>``, ERROR ``<error>``, SKIPPED and NOT_PROVABLE ``<skipped>`` (they do not fail a
-gate), each with the message and the command that reproduces it, so a CI server shows the
-verdict the way it shows a test run's.
+JUnit maps one tier to one ``<testsuite>`` and one check to one ``<testcase>``, and reads the one
+verdict rule (``CheckReport.blocks``): an ERROR is ``<error>``, any other blocking result
+(FAILED, and NOT_PROVABLE unless ``--allow-not-provable``) is ``<failure>``, a non-blocking
+SKIPPED or accepted NOT_PROVABLE is ``<skipped>``; so a CI server counts exactly the failures
+that make the exit code non-zero. Text is cleaned of characters XML 1.0 forbids (an
+implementation's message may contain any byte).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import json
 import math
 import pathlib
+import re
 import xml.etree.ElementTree as ET
 from fractions import Fraction
 from typing import Any
@@ -26,6 +29,7 @@ __all__ = [
     "write_acceptance_plot",
     "write_json",
     "write_junit",
+    "xml_safe",
 ]
 
 _STATUS_LABEL = {
@@ -118,55 +122,75 @@ def write_json(report: CheckReport, path: str | pathlib.Path) -> pathlib.Path:
     return out
 
 
-def _case(parent: ET.Element, result: CheckResult) -> None:
+# Characters XML 1.0 cannot carry (C0 controls but tab, newline and return; surrogates;
+# U+FFFE/U+FFFF): shown as \xNN escapes so the message stays readable and the file parses.
+_XML_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def xml_safe(text: str) -> str:
+    """``text`` with every XML-illegal character replaced by a visible escape."""
+    return _XML_ILLEGAL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def _junit_kind(report: CheckReport, result: CheckResult) -> str | None:
+    """``error``, ``failure``, ``skipped`` or None (a pass), by the report's verdict rule."""
+    if report.blocks(result):
+        return "error" if result.status is Status.ERROR else "failure"
+    if result.status is Status.PASSED:
+        return None
+    return "skipped"
+
+
+def _case(parent: ET.Element, report: CheckReport, result: CheckResult) -> None:
     case = ET.SubElement(
         parent,
         "testcase",
-        classname=f"spec_verify.{result.tier}",
-        name=result.name,
+        classname=f"spec_verify.{xml_safe(result.tier)}",
+        name=xml_safe(result.name),
         time=f"{result.seconds:.3f}",
     )
-    body = result.message + (f"\nreproduce: {result.repro}" if result.repro else "")
-    first = _first_line(result.message, 200)
-    if result.status is Status.FAILED:
-        ET.SubElement(case, "failure", message=first, type="FAILED").text = body
-    elif result.status is Status.ERROR:
-        ET.SubElement(case, "error", message=first, type="ERROR").text = body
-    elif result.status in (Status.SKIPPED, Status.NOT_PROVABLE):
+    body = xml_safe(result.message + (f"\nreproduce: {result.repro}" if result.repro else ""))
+    first = xml_safe(_first_line(result.message, 200))
+    kind = _junit_kind(report, result)
+    if kind in ("error", "failure"):
+        ET.SubElement(case, kind, message=first, type=result.status.value.upper()).text = body
+    elif kind == "skipped":
         ET.SubElement(case, "skipped", message=f"{result.status.value}: {first}")
-    if result.status is Status.PASSED and result.message:
-        ET.SubElement(case, "system-out").text = result.message
+    elif result.message:
+        ET.SubElement(case, "system-out").text = body
 
 
 def junit_xml(report: CheckReport) -> str:
-    """The report as JUnit XML (one testsuite per tier)."""
+    """The report as JUnit XML (one testsuite per tier); its counts match the exit code."""
+    kinds = [_junit_kind(report, r) for r in report.results]
     root = ET.Element(
         "testsuites",
-        name=f"spec-verify check {report.impl}",
+        name=xml_safe(f"spec-verify check {report.impl}"),
         tests=str(len(report.results)),
-        failures=str(report.counts()["failed"]),
-        errors=str(report.counts()["error"]),
+        failures=str(kinds.count("failure")),
+        errors=str(kinds.count("error")),
         time=f"{report.seconds:.3f}",
     )
     tiers: dict[str, list[CheckResult]] = {}
     for result in report.results:
         tiers.setdefault(result.tier, []).append(result)
     for tier, results in tiers.items():
+        tier_kinds = [_junit_kind(report, r) for r in results]
         suite = ET.SubElement(
             root,
             "testsuite",
-            name=tier,
+            name=xml_safe(tier),
             tests=str(len(results)),
-            failures=str(sum(r.status is Status.FAILED for r in results)),
-            errors=str(sum(r.status is Status.ERROR for r in results)),
-            skipped=str(sum(r.status in (Status.SKIPPED, Status.NOT_PROVABLE) for r in results)),
+            failures=str(tier_kinds.count("failure")),
+            errors=str(tier_kinds.count("error")),
+            skipped=str(tier_kinds.count("skipped")),
             time=f"{sum(r.seconds for r in results):.3f}",
         )
         properties = ET.SubElement(suite, "properties")
-        ET.SubElement(properties, "property", name="impl", value=report.impl)
+        ET.SubElement(properties, "property", name="impl", value=xml_safe(report.impl))
         ET.SubElement(properties, "property", name="seed", value=str(report.seed))
         for result in results:
-            _case(suite, result)
+            _case(suite, report, result)
     ET.indent(root)
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode")
 

@@ -7,14 +7,14 @@ crash or hang on the contract tier's first minimal calls (the later tiers are sk
 than reporting the same crash once each). A tier that raises is one ERROR result: the run
 always finishes.
 
-Tiers owned elsewhere (the exact engine, properties, statistics) are found lazily by name; one
-that is not installed yet is reported as SKIPPED with the name it was looked up under.
+Tiers are found through one registry (``spec_verify.tiers.TIERS``), each by one entry point
+with one signature; an entry point that does not resolve is an ERROR of its tier. Whether a
+result blocks the run is decided in one place, ``CheckReport.blocks``, which the summary, the
+exit code, JSON and JUnit all read.
 """
 
 from __future__ import annotations
 
-import importlib
-import inspect
 import shlex
 import time
 import traceback
@@ -22,9 +22,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from spec_verify.adapters._implementations import Implementation, load_implementation
+from spec_verify.adapters import Implementation, load_implementation
 from spec_verify.errors import ImplementationError, UnknownImplementation
-from spec_verify.results import CheckResult, Status
+from spec_verify.results import CheckResult, ExitCode, Status
+from spec_verify.tiers import TIER_NAMES, TIERS, TierEntryPointError, TierSpec, resolve_entry_point
 
 __all__ = [
     "TIERS",
@@ -37,70 +38,6 @@ __all__ = [
 Progress = Callable[[str], None]
 
 
-@dataclass(frozen=True)
-class TierSpec:
-    """A tier: its name, the capabilities it needs (any of ``needs_any``), and where its
-    ``run(impl, **options) -> list[CheckResult]`` lives (``module:function`` candidates)."""
-
-    name: str
-    needs_any: frozenset[str]
-    entry_points: tuple[str, ...]
-    summary: str
-
-
-TIERS: tuple[TierSpec, ...] = (
-    TierSpec(
-        "contract",
-        frozenset({"verify_draft", "sampling_distribution", "prompt_lookup", "pcg32"}),
-        ("spec_verify.tiers.contract:run_contract_tier",),
-        "shapes, types, id ranges, errors on bad input",
-    ),
-    TierSpec(
-        "greedy",
-        frozenset({"verify_draft"}),
-        ("spec_verify.tiers.greedy:run_greedy_tier",),
-        "temperature 0 equals the argmax chain and plain greedy generation",
-    ),
-    TierSpec(
-        "exact",
-        frozenset({"injected_uniforms"}),
-        (
-            "spec_verify.tiers.exact:run_exact_tier",
-            "spec_verify.exact._cells:run_exact_tier",
-            "spec_verify.exact_tier:run_exact_tier",
-        ),
-        "the output distribution equals the target as Fractions",
-    ),
-    TierSpec(
-        "parity",
-        frozenset({"verify_draft", "sampling_distribution", "prompt_lookup", "pcg32"}),
-        ("spec_verify.tiers.parity:run_parity_tier",),
-        "the reference's decisions on shared logits and streams",
-    ),
-    TierSpec(
-        "properties",
-        frozenset({"verify_draft"}),
-        (
-            "spec_verify.properties:run_property_tier",
-            "spec_verify.properties:run_properties_tier",
-            "spec_verify.properties.checks:run_property_tier",
-        ),
-        "hypothesis properties that any implementation must have",
-    ),
-    TierSpec(
-        "statistical",
-        frozenset({"verify_draft"}),
-        ("spec_verify.tiers.statistical:run_statistical_tier",),
-        "goodness of fit with a declared false-alarm rate and power",
-    ),
-    TierSpec(
-        "generation",
-        frozenset({"generation"}),
-        ("spec_verify.tiers.generation:run_generation_tier",),
-        "rollback, stats, EOS/stop/budget and logprobs of speculative_generate",
-    ),
-)
-TIER_NAMES = tuple(t.name for t in TIERS)
 _GATE = ("contract", "calls")  # a crash on the first minimal calls skips the later tiers
 
 
@@ -140,12 +77,26 @@ class CheckReport:
     tier_seconds: dict[str, float] = field(default_factory=dict)
     allow_not_provable: bool = False
 
+    def blocks(self, result: CheckResult) -> bool:
+        """The one verdict rule: whether ``result`` keeps this run from passing.
+
+        FAILED and ERROR block; NOT_PROVABLE blocks unless ``allow_not_provable`` (the exact
+        tier proved nothing there); PASSED and SKIPPED (a capability the implementation does not
+        offer) do not. The summary, the exit code, JSON and JUnit all read this.
+        """
+        if result.status is Status.NOT_PROVABLE:
+            return not self.allow_not_provable
+        return not result.status.ok
+
     @property
     def passed(self) -> bool:
-        """True when every check passed. Skipped checks (a capability the implementation does
-        not offer) do not fail a run; "not provable" does, unless ``allow_not_provable`` (a
-        port with float32 sums, say, whose other tiers are its evidence)."""
+        """True when the run checked something and no result blocks it."""
         return bool(self.results) and not self.failures()
+
+    @property
+    def exit_code(self) -> ExitCode:
+        """The process exit code this report calls for."""
+        return ExitCode.PASSED if self.passed else ExitCode.FAILED
 
     def counts(self) -> dict[str, int]:
         out = {status.value: 0 for status in Status}
@@ -154,11 +105,8 @@ class CheckReport:
         return out
 
     def failures(self) -> list[CheckResult]:
-        """The checks that keep the run from passing, in run order."""
-        return [r for r in self.results if not r.status.ok or self._unproven(r)]
-
-    def _unproven(self, result: CheckResult) -> bool:
-        return result.status is Status.NOT_PROVABLE and not self.allow_not_provable
+        """The checks that keep the run from passing (``blocks``), in run order."""
+        return [r for r in self.results if self.blocks(r)]
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -168,37 +116,13 @@ class CheckReport:
             "allow_not_provable": self.allow_not_provable,
             "tiers": list(self.tiers),
             "passed": self.passed,
+            "exit_code": int(self.exit_code),
             "counts": self.counts(),
+            "blocking": [f"{r.tier}/{r.name}" for r in self.failures()],
             "seconds": self.seconds,
             "tier_seconds": self.tier_seconds,
             "results": [r.to_json() for r in self.results],
         }
-
-
-def _entry_point(spec: TierSpec) -> Callable[..., list[CheckResult]] | None:
-    for candidate in spec.entry_points:
-        module_name, _, function = candidate.partition(":")
-        try:
-            module = importlib.import_module(module_name)
-        except ImportError as exc:
-            if exc.name is not None and not module_name.startswith(exc.name):
-                raise  # the module exists but its own import failed: a real error
-            continue
-        found = getattr(module, function, None)
-        if callable(found):
-            run: Callable[..., list[CheckResult]] = found
-            return run
-    return None
-
-
-def _call_tier(run: Callable[..., list[CheckResult]], impl: Any, options: dict[str, Any]) -> Any:
-    try:
-        parameters = inspect.signature(run).parameters
-    except (TypeError, ValueError):
-        parameters = {}  # type: ignore[assignment]
-    accepts_all = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
-    kwargs = {k: v for k, v in options.items() if accepts_all or k in parameters}
-    return run(impl, **kwargs)
 
 
 def _load_failure(spec: str, exc: Exception, seed: int) -> CheckResult:
@@ -336,28 +260,11 @@ def run_checks(
 def _run_tier(spec: TierSpec, impl: Any, options: dict[str, Any]) -> list[CheckResult]:
     start = time.perf_counter()
     try:
-        run = _entry_point(spec)
-    except Exception as exc:
-        return [
-            CheckResult(
-                spec.name,
-                "import",
-                Status.ERROR,
-                f"the {spec.name} tier could not be imported: {type(exc).__name__}: {exc}",
-            )
-        ]
-    if run is None:
-        return [
-            CheckResult(
-                spec.name,
-                "all",
-                Status.SKIPPED,
-                f"the {spec.name} tier is not available in this installation (looked up "
-                f"{', '.join(spec.entry_points)})",
-            )
-        ]
+        run = resolve_entry_point(spec)
+    except TierEntryPointError as exc:
+        return [CheckResult(spec.name, "import", Status.ERROR, str(exc))]
     try:
-        results = list(_call_tier(run, impl, options))
+        results = list(run(impl, **options))
     except (ImplementationError, SystemExit) as exc:  # SystemExit: only an implementation's
         message = (  # call can raise it, and it must never end the run as a pass
             f"the implementation failed: {exc}"
@@ -382,6 +289,13 @@ def _run_tier(spec: TierSpec, impl: Any, options: dict[str, Any]) -> list[CheckR
                 seconds=time.perf_counter() - start,
             )
         ]
-    if not results:
-        return [CheckResult(spec.name, "all", Status.SKIPPED, "the tier ran no check")]
+    if not results:  # a tier that checked nothing proved nothing: never a pass
+        return [
+            CheckResult(
+                spec.name,
+                "all",
+                Status.ERROR,
+                f"the {spec.name} tier ran no check (a harness bug: please report it)",
+            )
+        ]
     return results

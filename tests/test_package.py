@@ -41,3 +41,34 @@ def test_importing_the_reference_does_not_import_scipy_or_sympy():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_building_the_cli_parser_imports_no_numpy_or_scipy():
+    """``spec-verify --help`` stays cheap: every sub-command's module is light until it runs."""
+    code = (
+        "import sys; from spec_verify.cli import build_parser; build_parser(); "
+        "print(sorted(m for m in ('numpy', 'scipy', 'sympy', 'hypothesis') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_help_runs_and_lists_every_command():
+    out = subprocess.run(
+        [sys.executable, "-m", "spec_verify.cli", "--help"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr
+    for command in ("check", "prove", "grade", "power", "mutants", "demo"):
+        assert command in out.stdout
+
+
+def test_importing_the_top_level_is_light_and_its_names_load_on_use():
+    code = (
+        "import sys, spec_verify; heavy = 'numpy' in sys.modules; "
+        "spec_verify.run_checks; print(heavy, 'numpy' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "True"]

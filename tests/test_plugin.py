@@ -185,7 +185,7 @@ def test_does_not(request):
 PROFILE_PROBE = """
 from hypothesis import settings
 
-def test_profile():
+def test_profile(spec_seed):  # a plugin fixture: the plugin is in use
     print("PROFILE", settings.get_current_profile_name(), settings().derandomize,
           settings().deadline)
 """
@@ -278,3 +278,34 @@ def test_builtin_statistics_fail_on_the_planted_bug_naming_the_check(
     result.stdout.fnmatch_lines(
         ["*acceptance_rate: not the target (p=*", "*test_statistical_check?acceptance_rate?*"]
     )
+
+
+INERT = """
+import sys
+
+def test_untouched():
+    from hypothesis import settings
+    assert settings.get_current_profile_name() == "default"
+    assert "numpy" not in sys.modules
+    assert "spec_verify.adapters" not in sys.modules
+"""
+
+
+def test_the_plugin_is_inert_in_a_project_that_does_not_use_it(pytester: pytest.Pytester) -> None:
+    """A plain pytest run elsewhere: no profile loaded, nothing heavy imported, no header."""
+    pytester.makepyfile(INERT)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    assert "spec-verify:" not in result.stdout.str()
+
+
+def test_a_fixture_activates_the_plugin_after_collection(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        "from hypothesis import settings\n"
+        "def test_seeded(spec_seed):\n"
+        "    assert spec_seed == 0\n"
+        "    assert settings.get_current_profile_name() == 'dev'\n"
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["spec-verify: impl=reference, seed=0, hypothesis profile=dev"])

@@ -66,3 +66,51 @@ def test_junit_maps_statuses():
     assert cases["pcg32"].find("error") is not None
     assert cases["all"].find("skipped") is not None
     assert cases["calls"].find("failure") is None
+
+
+def _not_provable_report(*, allow: bool, message: str = "breakpoints too close") -> CheckReport:
+    return CheckReport(
+        "python:port",
+        0,
+        ("contract", "exact"),
+        (
+            CheckResult("contract", "calls", Status.PASSED, "ok"),
+            CheckResult("exact", "verify_draft", Status.NOT_PROVABLE, message),
+        ),
+        0.1,
+        allow_not_provable=allow,
+    )
+
+
+def test_one_verdict_rule_drives_summary_exit_code_json_and_junit():
+    for allow in (False, True):
+        report = _not_provable_report(allow=allow)
+        blocked = [report.blocks(r) for r in report.results]
+        assert blocked == [False, not allow]
+        assert report.passed is allow
+        assert int(report.exit_code) == (0 if allow else 1)
+        assert report.to_json()["passed"] is allow
+        assert report.to_json()["blocking"] == ([] if allow else ["exact/verify_draft"])
+        assert ("PASSED" if allow else "FAILED") in format_summary(report)
+        root = ET.fromstring(junit_xml(report))
+        # JUnit counts exactly what the exit code counts: a blocking not-provable is a failure
+        assert root.get("failures") == ("0" if allow else "1")
+        case = next(c for c in root.iter("testcase") if c.get("name") == "verify_draft")
+        assert (case.find("failure") is None) is allow
+        assert (case.find("skipped") is not None) is allow
+
+
+def test_an_empty_report_never_passes():
+    report = CheckReport("reference", 0, ("contract",), (), 0.0)
+    assert not report.passed and int(report.exit_code) == 1
+
+
+def test_junit_stays_valid_xml_whatever_the_message_holds():
+    nasty = "bad\x00byte \x1b[31mred\x1b[0m \x07bell \ud800 \ufffe end\ttab\nline"
+    report = _not_provable_report(allow=False, message=nasty)
+    text = junit_xml(report)
+    root = ET.fromstring(text)  # parses: every XML-illegal character was escaped
+    failure = next(root.iter("failure"))
+    assert "\\x00" in (failure.text or "") and "\\x1b" in (failure.text or "")
+    assert "end\ttab\nline" in (failure.text or "")  # legal whitespace is kept
+    assert "\x00" not in text and "\x1b" not in text

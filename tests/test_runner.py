@@ -48,9 +48,9 @@ def test_a_tier_that_raises_is_an_error_and_the_run_goes_on(monkeypatch):
     def broken(impl, **options):
         raise RuntimeError("planted harness bug")
 
-    real = runner._entry_point
+    real = runner.resolve_entry_point
     monkeypatch.setattr(
-        runner, "_entry_point", lambda spec: broken if spec.name == "greedy" else real(spec)
+        runner, "resolve_entry_point", lambda spec: broken if spec.name == "greedy" else real(spec)
     )
     report = run_checks("reference", tiers=["contract", "greedy", "generation"], quick=True)
     by_tier = {r.tier: r for r in report.results}
@@ -61,14 +61,27 @@ def test_a_tier_that_raises_is_an_error_and_the_run_goes_on(monkeypatch):
     assert not report.passed
 
 
-def test_a_missing_tier_is_skipped_with_the_names_it_was_looked_up_under(monkeypatch):
-    spec = runner.TierSpec("exact", frozenset({"verify_draft"}), ("nowhere_at_all:run",), "x")
+def test_a_tier_whose_entry_point_does_not_resolve_is_an_error(monkeypatch):
+    spec = runner.TierSpec("exact", frozenset({"verify_draft"}), "nowhere_at_all:run", "x")
     monkeypatch.setattr(runner, "TIERS", (spec,))
     report = run_checks("reference", tiers=["exact"])
     [result] = report.results
-    assert result.status is Status.SKIPPED
-    assert "nowhere_at_all:run" in result.message
-    assert report.passed  # skipped does not fail a gate
+    assert result.status is Status.ERROR
+    assert "nowhere_at_all" in result.message
+    assert not report.passed  # a broken installation never passes a gate
+
+
+def test_a_tier_that_checks_nothing_is_an_error_not_a_pass(monkeypatch):
+    real = runner.resolve_entry_point
+    monkeypatch.setattr(
+        runner,
+        "resolve_entry_point",
+        lambda spec: (lambda impl, **options: []) if spec.name == "greedy" else real(spec),
+    )
+    report = run_checks("reference", tiers=["greedy"], quick=True)
+    [result] = report.results
+    assert result.status is Status.ERROR
+    assert not report.passed
 
 
 @pytest.mark.parametrize(

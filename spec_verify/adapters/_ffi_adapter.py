@@ -1,6 +1,7 @@
 """The ``ffi:path/to/lib.so`` adapter: a C-ABI library driven from a worker process.
 
-The library is loaded only in a worker (``spec_verify.adapters._ffi_worker``), never in the harness: a
+The library is loaded only in a worker (``spec_verify.adapters._ffi_worker``), never in the
+harness: a
 segfault, an abort, an ``exit()`` or a hang in it ends the worker, and the call raises
 ``ImplementationError`` saying what happened (signal, exit status, the time limit, the tail of
 its stderr). The next call starts a fresh worker; a function that hung once is not called again

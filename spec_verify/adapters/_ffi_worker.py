@@ -1,6 +1,7 @@
 """The FFI worker process: loads one C-ABI library and serves calls over a socket.
 
-Run as ``python -m spec_verify.adapters._ffi_worker FD PATH`` by ``_adapter_ffi``; ``FD`` is its end of
+Run as ``python -m spec_verify.adapters._ffi_worker FD PATH`` by ``_ffi_adapter``; ``FD`` is its
+end of
 a socket pair carrying pickled messages (``multiprocessing.connection.Connection``). If the
 library segfaults, aborts or hangs, only this process dies (or is killed), and the parent turns
 that into an ``ImplementationError``.

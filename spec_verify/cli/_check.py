@@ -12,6 +12,8 @@ import sys
 import time
 from typing import Any, TextIO
 
+from spec_verify.results import ExitCode
+
 __all__ = ["register", "run"]
 
 _TIERS = ("contract", "greedy", "exact", "parity", "properties", "statistical", "generation")
@@ -106,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.timeout is not None and not args.timeout > 0:
         print("spec-verify check: --timeout must be > 0", file=sys.stderr)
-        return 2
+        return ExitCode.USAGE_ERROR
     tiers = args.tier
     if args.case_seed is not None and not tiers:
         tiers = ["parity"]
@@ -124,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
         )
     except UnknownImplementation as exc:
         print(f"spec-verify check: {exc}", file=sys.stderr)
-        return 2
+        return ExitCode.USAGE_ERROR
     finally:
         if progress is not None:
             progress.done()
@@ -150,4 +152,4 @@ def run(args: argparse.Namespace) -> int:
         else:
             written += [acceptance] if acceptance else []
             print(f"plots: {len(written)} PNG files in {args.plots}")
-    return 0 if report.passed else 1
+    return ExitCode.PASSED if report.passed else ExitCode.FAILED

@@ -8,7 +8,7 @@ import time
 from fractions import Fraction
 from typing import Any
 
-import numpy as np
+from spec_verify.results import ExitCode
 
 __all__ = ["register", "run"]
 
@@ -49,6 +49,8 @@ def _prove(title: str, p: tuple[Fraction, ...], q: tuple[Fraction, ...], x: int)
 
 
 def _random_case(seed: int, V: int) -> tuple[tuple[Fraction, ...], tuple[Fraction, ...]]:
+    import numpy as np
+
     rng = np.random.default_rng(seed)
 
     def dist() -> tuple[Fraction, ...]:
@@ -105,7 +107,7 @@ def _generation(max_tokens: int, k: int, seed: int) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.vocab < 2 or args.k < 0 or args.max_tokens < 1:
         print("spec-verify demo: --vocab must be >= 2, -k >= 0, --max-tokens >= 1")
-        return 2
+        return ExitCode.USAGE_ERROR
     F = Fraction
     ok = _prove(
         "seed section 3, worked example",
@@ -117,4 +119,4 @@ def run(args: argparse.Namespace) -> int:
     x = max(range(args.vocab), key=lambda t: q[t])
     ok &= _prove(f"random case (seed {args.seed}, V = {args.vocab})", p, q, x)
     _generation(args.max_tokens, args.k, args.seed)
-    return 0 if ok else 1
+    return ExitCode.PASSED if ok else ExitCode.FAILED

@@ -8,6 +8,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from spec_verify.results import ExitCode
+
 __all__ = ["register", "run"]
 
 
@@ -69,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
         )
     except InvalidArgument as error:
         print(f"spec-verify grade: error: {error}", file=sys.stderr)
-        return 2
+        return ExitCode.USAGE_ERROR
     print(terminal_report(result), end="")
     writers: tuple[tuple[str | None, Callable[[], str]], ...] = (
         (args.json, lambda: json.dumps(mutation_testing_report(result), indent=2)),
@@ -82,5 +84,5 @@ def run(args: argparse.Namespace) -> int:
                                     encoding="utf-8")
             print(f"wrote {target}", file=sys.stderr)
     if not result.graded or 100 * result.grade < args.fail_under:
-        return 1
-    return 0
+        return ExitCode.FAILED
+    return ExitCode.PASSED

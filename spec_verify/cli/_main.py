@@ -10,7 +10,10 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import traceback
 from collections.abc import Sequence
+
+from spec_verify.results import ExitCode
 
 __all__ = ["main"]
 
@@ -42,13 +45,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
-        return 2
+        return ExitCode.USAGE_ERROR
     try:
         code: int = args.func(args)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
-        return 130
-    return code
+        return ExitCode.INTERRUPTED
+    except Exception:  # fail closed: a harness bug is never a pass, and never looks like FAILED
+        traceback.print_exc()
+        print(
+            f"spec-verify {args.command}: internal error (exit {int(ExitCode.HARNESS_ERROR)}); "
+            "please report it with the traceback above",
+            file=sys.stderr,
+        )
+        return ExitCode.HARNESS_ERROR
+    return int(code)
 
 
 if __name__ == "__main__":

@@ -6,6 +6,8 @@ import argparse
 import json
 import sys
 
+from spec_verify.results import ExitCode
+
 __all__ = ["register", "run"]
 
 
@@ -37,18 +39,18 @@ def run(args: argparse.Namespace) -> int:
                 "symptom": m.symptom, "files": [f"reference/{f}" for f in m.files],
                 "killed_by": [f"tests/{t}" for t in m.killed_by],
             } for m in CATALOGUE], indent=2))
-            return 0
+            return ExitCode.PASSED
         print(f"{'id':<5}{'pitfall':<9}{'file':<24}title")
         for m in CATALOGUE:
             pitfall = str(m.pitfall) if m.pitfall is not None else "ours"
             print(f"{m.id:<5}{pitfall:<9}{'reference/' + m.files[0]:<24}{m.title}")
         print(f"\n{len(CATALOGUE)} mutants; `spec-verify mutants show ID` for one with its diff")
-        return 0
+        return ExitCode.PASSED
     try:
         mutant = mutant_by_id(args.mutant_id)
     except UnknownMutant as error:
         print(f"spec-verify mutants: error: {error}", file=sys.stderr)
-        return 2
+        return ExitCode.USAGE_ERROR
     pitfall = (f"{mutant.pitfall}. {PITFALLS[mutant.pitfall]}" if mutant.pitfall is not None
                else "(outside the seed's table)")
     print(f"{mutant.id}: {mutant.title}")
@@ -58,4 +60,4 @@ def run(args: argparse.Namespace) -> int:
     print("killed by: " + ", ".join(f"tests/{t}" for t in mutant.killed_by))
     print()
     print(unified_diff(mutant, reference_sources()), end="")
-    return 0
+    return ExitCode.PASSED

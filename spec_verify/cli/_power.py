@@ -12,7 +12,7 @@ import json
 import sys
 
 from spec_verify.errors import InvalidArgument
-from spec_verify.stats._power import detectable_delta, noncentrality, required_samples
+from spec_verify.results import ExitCode
 
 __all__ = ["register", "run"]
 
@@ -71,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
         option = _OPTION_BY_ARGUMENT.get(error.argument, error.argument)
         text = f"{option} {error.value}: {error.rule}" + (f"; {error.fix}" if error.fix else "")
         print(f"spec-verify power: error: {text}", file=sys.stderr)
-        return 2
+        return ExitCode.USAGE_ERROR
     if args.json:
         print(json.dumps(report))
     elif args.delta is not None:
@@ -80,10 +80,12 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(f"detectable delta: {report['delta']:.6g}")
         print(_describe(report))
-    return 0
+    return ExitCode.PASSED
 
 
 def _plan(args: argparse.Namespace) -> dict[str, float | int | str]:
+    from spec_verify.stats._power import detectable_delta, noncentrality, required_samples
+
     if args.delta is not None:
         samples = required_samples(
             args.vocab, args.alpha, args.delta, args.power, budget=args.budget

@@ -21,11 +21,13 @@ import argparse
 import json
 import sys
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from spec_verify.errors import InvalidArgument
-from spec_verify.exact._cells import Dist, Enumeration, format_fraction, parse_dist
-from spec_verify.results import Status
+from spec_verify.results import ExitCode, Status
+
+if TYPE_CHECKING:
+    from spec_verify.exact._cells import Dist, Enumeration
 
 __all__ = ["register", "run"]
 
@@ -66,13 +68,26 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.set_defaults(func=run)
 
 
+# The exact engine imports numpy: loaded when a proof runs, not when ``--help`` builds the parser.
+def format_fraction(value: Fraction) -> str:
+    from spec_verify.exact._cells import format_fraction as exact_format
+
+    return exact_format(value)
+
+
+def parse_dist(text: str, argument: str) -> Dist:
+    from spec_verify.exact._cells import parse_dist as exact_parse
+
+    return exact_parse(text, argument)
+
+
 def run(args: argparse.Namespace) -> int:
     """Dispatch on the mode; see the module docstring for exit codes."""
     try:
         return _run(args)
     except InvalidArgument as error:
         print(f"spec-verify prove: error: {error}", file=sys.stderr)
-        return 2
+        return ExitCode.USAGE_ERROR
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -163,7 +178,7 @@ def _emit(args: argparse.Namespace, payload: dict[str, Any], text: str, ok: bool
         print(json.dumps(payload, indent=2))
     else:
         print(text)
-    return 0 if ok else 1
+    return ExitCode.PASSED if ok else ExitCode.FAILED
 
 
 # ---------------------------------------------------------------------------------------------

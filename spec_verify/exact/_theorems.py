@@ -738,6 +738,7 @@ def run_exact_tier(
     theorems: Sequence[str] | None = None,
     quick: bool = False,
     progress: Callable[[str], None] | None = None,
+    **options: Any,
 ) -> list[CheckResult]:
     """The exact tier: every theorem on ``cases`` seeded cases, one CheckResult per theorem.
 

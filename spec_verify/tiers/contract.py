@@ -451,6 +451,7 @@ def run_contract_tier(
     seed: int = 0,
     quick: bool = False,
     progress: Progress | None = None,
+    **options: Any,
 ) -> list[CheckResult]:
     """The contract tier: ``calls`` (the gate), ``shapes`` and ``errors``."""
     capabilities: frozenset[str] = frozenset(getattr(impl, "capabilities", frozenset()))

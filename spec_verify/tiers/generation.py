@@ -371,6 +371,7 @@ def run_generation_tier(
     seed: int = 0,
     quick: bool = False,
     progress: Progress | None = None,
+    **options: Any,
 ) -> list[CheckResult]:
     """The generation tier's five checks (nothing when the implementation has no generation)."""
     kit = kit_for(impl)

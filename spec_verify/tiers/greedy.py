@@ -192,6 +192,7 @@ def run_greedy_tier(
     seed: int = 0,
     quick: bool = False,
     progress: Progress | None = None,
+    **options: Any,
 ) -> list[CheckResult]:
     """The greedy tier: ``argmax_chain`` (and ``generation`` for Python modules offering it)."""
     results = [_check_argmax_chain(impl, seed, 60 if quick else 200, progress)]

@@ -997,6 +997,7 @@ def run_parity_tier(
     n_cases: int | None = None,
     case_seed: int | None = None,
     progress: Progress | None = None,
+    **options: Any,
 ) -> list[CheckResult]:
     """The parity tier's checks for ``impl`` (those its capabilities allow).
 

@@ -751,6 +751,7 @@ def run_statistical_tier(
     sequential: bool = False,
     quick: bool = False,
     progress: Callable[[str], None] | None = None,
+    **options: Any,
 ) -> list[CheckResult]:
     """Run the statistical tier against ``impl``; one ``CheckResult`` per check.
 
