@@ -23,7 +23,7 @@ from typing import Any
 from _port import add_port_argument, load_port
 
 from spec_verify.reference import request_rng
-from spec_verify.tiers import parity
+from spec_verify.tiers import _cases, parity
 
 
 def timed(fn: Any, repeats: int) -> tuple[Any, float]:
@@ -43,7 +43,7 @@ def main() -> None:
     args = parser.parse_args()
     impl = load_port(args.lib)
     start = time.perf_counter()
-    cases = [parity.verify_case(s) for s in parity.case_seeds(0, args.cases)]
+    cases = [_cases.verify_case(s) for s in _cases.case_seeds(0, args.cases)]
     generation = time.perf_counter() - start
     runner = parity._Runner(impl)
 
@@ -66,7 +66,7 @@ def main() -> None:
         return out
 
     def reference() -> list[Any]:
-        return [parity._reference_verify(case) for case in cases]
+        return [_cases.reference_outcome(case) for case in cases]
 
     batched, t_batched = timed(ffi_batched, args.repeats)
     single_n = min(len(cases), 2_000)

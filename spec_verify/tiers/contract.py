@@ -22,7 +22,7 @@ from numpy.typing import NDArray
 from spec_verify.errors import ImplementationError
 from spec_verify.reference import SamplingParams
 from spec_verify.results import CheckResult, Status
-from spec_verify.tiers.parity import VerifyCase, case_seeds, lookup_case, verify_case
+from spec_verify.tiers._cases import ParityCase, case_seeds, lookup_case, verify_case
 
 __all__ = ["BAD_ARGUMENTS", "BadArgument", "run_contract_tier"]
 
@@ -221,7 +221,7 @@ def _check_errors(impl: Any, capabilities: frozenset[str], start: float) -> Chec
 
 
 def _verify_problem(  # noqa: PLR0911 -- one return per rule reads best
-    case: VerifyCase, result: Any, drawn: int
+    case: ParityCase, result: Any, drawn: int
 ) -> str | None:
     """What is wrong with a verify_draft result, or None."""
     if not isinstance(result, tuple) or len(result) != 2:
@@ -266,7 +266,7 @@ def _check_calls(impl: Any, capabilities: frozenset[str], start: float) -> Check
     problems: list[str] = []
     errors = 0
     probes: list[tuple[str, Callable[[], str | None]]] = []
-    greedy_case = VerifyCase(
+    greedy_case = ParityCase(
         case_seed=-1,
         target_logits=_ROWS,
         draft_ids=tuple(_IDS),
@@ -276,7 +276,7 @@ def _check_calls(impl: Any, capabilities: frozenset[str], start: float) -> Check
         prompt=(),
         uniforms=(),
     )
-    sampled_case = VerifyCase(
+    sampled_case = ParityCase(
         case_seed=-2,
         target_logits=_ROWS,
         draft_ids=tuple(_IDS),
@@ -287,7 +287,7 @@ def _check_calls(impl: Any, capabilities: frozenset[str], start: float) -> Check
         uniforms=(0.25, 0.5, 0.75, 0.125, 0.625),
     )
 
-    def probe_verify(case: VerifyCase) -> Callable[[], str | None]:
+    def probe_verify(case: ParityCase) -> Callable[[], str | None]:
         def run() -> str | None:
             source = _Uniforms(case.uniforms)
             result = impl.verify_draft(

@@ -20,8 +20,8 @@ from numpy.typing import NDArray
 from spec_verify.errors import ImplementationError
 from spec_verify.reference import SamplingParams, sampling_distribution
 from spec_verify.results import CheckResult, Status
+from spec_verify.tiers._cases import case_seeds, verify_case
 from spec_verify.tiers._generation_kit import kit_for, setups
-from spec_verify.tiers.parity import case_seeds, verify_case
 
 __all__ = ["greedy_expected", "run_greedy_tier"]
 

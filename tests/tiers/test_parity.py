@@ -8,8 +8,10 @@ import pytest
 from spec_verify.adapters._implementations import load_implementation
 from spec_verify.reference import SamplingParams, verify_draft
 from spec_verify.results import Status
-from spec_verify.tiers import parity
-from spec_verify.tiers.parity import VerifyCase, lookup_case, run_parity_tier, shrink, verify_case
+from spec_verify.tiers import _cases
+from spec_verify.tiers._cases import ParityCase, lookup_case, verify_case
+from spec_verify.tiers._shrink import shrink
+from spec_verify.tiers.parity import run_parity_tier
 
 
 class SwappedDraws:
@@ -52,7 +54,7 @@ def test_the_cases_cover_what_the_contract_pins():
     cases = [verify_case(s) for s in range(2000)]
     vocabularies = [c.V for c in cases]
     assert min(vocabularies) == 2 and max(vocabularies) > 8192
-    assert sum(v > 8192 for v in vocabularies) == 2000 // parity.BIG_V_EVERY
+    assert sum(v > 8192 for v in vocabularies) == 2000 // _cases.BIG_V_EVERY
     assert {c.greedy for c in cases} == {True, False}
     assert {c.draft_probs is None for c in cases} == {True, False}
     assert any(c.params["top_k"] for c in cases) and any(c.params["top_p"] < 1 for c in cases)
@@ -63,7 +65,7 @@ def test_the_cases_cover_what_the_contract_pins():
     # What the red team's planted ports exploited before: real vocabularies with ties at the
     # top-k cut, long penalised histories, tiny temperatures, 64-bit stream seeds.
     huge = [c for c in cases if c.V >= 32_000]
-    assert len(huge) == 2000 // parity.HUGE_V_EVERY
+    assert len(huge) == 2000 // _cases.HUGE_V_EVERY
     assert any(c.params["top_k"] for c in huge)
     assert any(len(c.history) > 64 and c.params["repetition_penalty"] != 1 for c in cases)
     assert any(0 < c.params["temperature"] < 1e-2 and c.draft_ids for c in cases)
@@ -115,7 +117,7 @@ def test_a_draw_order_bug_fails_with_a_shrunk_case_and_a_replay_command():
 
 def test_shrinking_keeps_the_failure_and_never_grows():
     case = verify_case(5)
-    big = VerifyCase(**{**case.__dict__, "params": {**case.params, "temperature": 1.0}})
+    big = ParityCase(**{**case.__dict__, "params": {**case.params, "temperature": 1.0}})
     fails_when_m_positive = lambda c: c.m > 0
     small = shrink(big, fails_when_m_positive) if big.m else big
     assert small.size() <= big.size()
