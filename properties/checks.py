@@ -26,12 +26,12 @@ from numpy.typing import NDArray
 from spec_verify.adapters._implementations import Implementation
 from spec_verify.errors import ImplementationError
 from spec_verify.tiers._drive import (
-    CountingUniforms,
     generation_module,
     make_params,
     module_attr,
 )
 from spec_verify.tiers.generation import rollback_problem
+from spec_verify.uniforms import CountingUniforms
 
 from .strategies import GenerationCase, VerifyCase
 

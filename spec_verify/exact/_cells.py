@@ -85,6 +85,7 @@ from numpy.typing import NDArray
 
 from spec_verify.adapters._implementations import Implementation
 from spec_verify.errors import ImplementationError, InvalidArgument, InvalidDistribution
+from spec_verify.uniforms import ScriptedUniforms, TooManyDraws
 
 __all__ = [
     "DEFAULT_UNIFORM",
@@ -535,28 +536,6 @@ class _Restart(Exception):
     """A leaf audit split a cell: explore again (every call is cached, so this is cheap)."""
 
 
-class _TooManyDraws(BaseException):
-    """Raised from ``random()``; a BaseException so the implementation cannot swallow it."""
-
-
-class _ScriptedUniforms:
-    """``random()`` returns the script, then ``DEFAULT_UNIFORM``; counts what was drawn."""
-
-    __slots__ = ("count", "limit", "script")
-
-    def __init__(self, script: tuple[float, ...], limit: int) -> None:
-        self.script = script
-        self.count = 0
-        self.limit = limit
-
-    def random(self) -> float:
-        i = self.count
-        self.count += 1
-        if self.count > self.limit:
-            raise _TooManyDraws
-        return self.script[i] if i < len(self.script) else DEFAULT_UNIFORM
-
-
 def _float_at_least(value: Fraction) -> float:
     f = float(value)
     if Fraction(f) < value:
@@ -640,14 +619,14 @@ class _Explorer:
             raise _Abort("not_provable", f"needed more than {self.max_calls} calls", script)
         self.calls += 1
         self.audit_calls += self.auditing
-        source = _ScriptedUniforms(script, self.max_draws)
+        source = ScriptedUniforms(script, then=DEFAULT_UNIFORM, limit=self.max_draws)
         rnd = self.rnd
         try:
             emitted, _ = self.impl.verify_draft(
                 self.logits, list(rnd.draft_ids), self.draft_probs, self.params,
                 list(rnd.history), source, list(rnd.prompt),
             )
-        except _TooManyDraws:
+        except TooManyDraws:
             raise _Abort(
                 "not_provable",
                 f"drew more than {self.max_draws} uniforms for m = {rnd.m} drafts "
@@ -663,7 +642,7 @@ class _Explorer:
                 f"{type(exc).__name__}: {exc}",
                 script,
             ) from exc
-        out = (tuple(emitted), source.count)
+        out = (tuple(emitted), source.drawn)
         self.cache[script] = out
         return out
 

@@ -10,7 +10,6 @@ on a case with its scripted uniforms, counting the draws.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,16 +21,15 @@ from spec_verify.reference import (
     request_rng,
 )
 from spec_verify.reference import verify_draft as reference_verify_draft
+from spec_verify.uniforms import ScriptedUniforms
 
 __all__ = [
     "BIG_V_EVERY",
     "HUGE_V_EVERY",
     "PARAM_DEFAULTS",
-    "DrewPastScript",
     "LookupCase",
     "Outcome",
     "ParityCase",
-    "ScriptedDraws",
     "case_seeds",
     "lookup_case",
     "reference_outcome",
@@ -334,29 +332,8 @@ def lookup_case(case_seed: int) -> LookupCase:
 Outcome = tuple[str, Any, "int | None"]
 
 
-class ScriptedDraws:
-    """A scripted uniform source that counts its draws; drawing past the script raises."""
-
-    def __init__(self, uniforms: Sequence[float]) -> None:
-        self.uniforms = list(uniforms)
-        self.drawn = 0
-
-    def random(self) -> float:
-        if self.drawn >= len(self.uniforms):
-            self.drawn += 1
-            raise DrewPastScript(
-                f"drew uniform #{self.drawn}; the contract allows {len(self.uniforms)} here"
-            )
-        self.drawn += 1
-        return self.uniforms[self.drawn - 1]
-
-
-class DrewPastScript(AssertionError):
-    pass
-
-
 def reference_outcome(case: ParityCase) -> Outcome:
-    script = ScriptedDraws(case.uniforms if not case.greedy else ())
+    script = ScriptedUniforms(case.uniforms if not case.greedy else ())
     try:
         result = reference_verify_draft(
             case.target_logits,

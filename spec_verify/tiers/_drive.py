@@ -31,7 +31,6 @@ from spec_verify.adapters._implementations import Implementation
 from spec_verify.errors import ImplementationError, InvalidArgument
 
 __all__ = [
-    "CountingUniforms",
     "GuardedModule",
     "SampledVerifier",
     "VerifyRequest",
@@ -159,30 +158,6 @@ def module_attr(impl: Implementation, name: str) -> Any:
     from spec_verify import reference
 
     return getattr(reference, name)
-
-
-class CountingUniforms:
-    """A uniform source that counts its draws (it wraps any other source).
-
-    >>> source = CountingUniforms(np.random.default_rng(0))
-    >>> _ = source.random(), source.random()
-    >>> source.drawn
-    2
-    """
-
-    __slots__ = ("_source", "drawn")
-
-    def __init__(self, source: Any) -> None:
-        self._source = source
-        self.drawn = 0
-
-    def random(self) -> float:
-        self.drawn += 1
-        value: float = float(self._source.random())
-        return value
-
-    def __repr__(self) -> str:
-        return f"CountingUniforms(drawn={self.drawn})"
 
 
 @dataclass(frozen=True)

@@ -23,22 +23,11 @@ from spec_verify.errors import ImplementationError
 from spec_verify.reference import SamplingParams
 from spec_verify.results import CheckResult, Status
 from spec_verify.tiers._cases import ParityCase, case_seeds, lookup_case, verify_case
+from spec_verify.uniforms import ScriptedUniforms
 
 __all__ = ["BAD_ARGUMENTS", "BadArgument", "run_contract_tier"]
 
 Progress = Callable[[str], None]
-
-
-class _Uniforms:
-    """Counts draws; always 0.5 (or a script, then 0.5)."""
-
-    def __init__(self, values: tuple[float, ...] = ()) -> None:
-        self.values = values
-        self.drawn = 0
-
-    def random(self) -> float:
-        self.drawn += 1
-        return self.values[self.drawn - 1] if self.drawn <= len(self.values) else 0.5
 
 
 def _params(impl: Any, **fields: Any) -> Any:
@@ -70,7 +59,7 @@ def _verify(
     **fields: Any,
 ) -> Callable[[Any], Any]:
     def call(impl: Any) -> Any:
-        source = _Uniforms() if rng == "default" else rng
+        source = ScriptedUniforms(then=0.5) if rng == "default" else rng
         return impl.verify_draft(
             rows, ids, q, _params(impl, **fields), list(history), source, list(prompt)
         )
@@ -289,7 +278,7 @@ def _check_calls(impl: Any, capabilities: frozenset[str], start: float) -> Check
 
     def probe_verify(case: ParityCase) -> Callable[[], str | None]:
         def run() -> str | None:
-            source = _Uniforms(case.uniforms)
+            source = ScriptedUniforms(case.uniforms, then=0.5)
             result = impl.verify_draft(
                 case.target_logits,
                 list(case.draft_ids),
@@ -378,7 +367,7 @@ def _check_shapes(
             if "verify_draft" in capabilities and (
                 case.greedy or "injected_uniforms" in capabilities
             ):
-                source = _Uniforms(case.uniforms)
+                source = ScriptedUniforms(case.uniforms, then=0.5)
                 result = impl.verify_draft(
                     case.target_logits,
                     list(case.draft_ids),

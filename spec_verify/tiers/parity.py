@@ -36,13 +36,13 @@ from spec_verify.results import CheckResult, Status
 from spec_verify.tiers._cases import (
     Outcome,
     ParityCase,
-    ScriptedDraws,
     case_seeds,
     lookup_case,
     reference_outcome,
     verify_case,
 )
 from spec_verify.tiers._shrink import shrink
+from spec_verify.uniforms import ScriptedUniforms
 
 __all__ = ["DEFAULT_CASES", "QUICK_CASES", "ULP_TOLERANCE", "run_parity_tier"]
 
@@ -60,7 +60,7 @@ def _params_for(impl: Any, fields: dict[str, Any]) -> Any:
 
 
 def _impl_verify_one(impl: Any, case: ParityCase) -> Outcome:
-    script = ScriptedDraws(case.uniforms if not case.greedy else ())
+    script = ScriptedUniforms(case.uniforms if not case.greedy else ())
     try:
         result = impl.verify_draft(
             case.target_logits,

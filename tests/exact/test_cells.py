@@ -22,6 +22,7 @@ from spec_verify.exact._cells import (
     parse_dist,
 )
 from spec_verify.reference.exact import exact_verify
+from spec_verify.uniforms import ScriptedUniforms
 from tests.impls import misbehaving
 
 P = (F(1, 2), F(1, 4), F(1, 4))
@@ -244,7 +245,7 @@ class _Masked:
         draft_probs: object,
         p: object,
         history: object,
-        rng: cells._ScriptedUniforms,
+        rng: ScriptedUniforms,
         prompt: object = (),
     ) -> tuple[list[int], int]:
         u0, u1 = rng.random(), rng.random()

@@ -15,25 +15,6 @@ import numpy as np
 Dist = tuple[Fraction, ...]
 
 
-class ScriptedUniforms:
-    """Returns the given uniforms in order; drawing past them is a draw-order bug."""
-
-    def __init__(self, uniforms: Sequence[float]) -> None:
-        self.uniforms = list(uniforms)
-        self.drawn = 0
-
-    def random(self) -> float:
-        if self.drawn >= len(self.uniforms):
-            raise AssertionError(f"drew uniform #{self.drawn + 1}; the script had {self.uniforms}")
-        self.drawn += 1
-        return self.uniforms[self.drawn - 1]
-
-
-class NoDraws:
-    def random(self) -> float:
-        raise AssertionError("greedy verification drew a uniform")
-
-
 def logits_of(rows: Sequence[Dist]) -> np.ndarray:
     """Logits whose temperature-1 distribution is each row (log p, -inf for zeros)."""
     with np.errstate(divide="ignore"):

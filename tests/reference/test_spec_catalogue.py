@@ -35,10 +35,9 @@ from spec_verify.reference import (
     verify_draft,
 )
 from spec_verify.reference.exact import exact_speculative_sequences, exact_target_sequences
+from spec_verify.uniforms import NoDraws, ScriptedUniforms
 
 from ._cells import (
-    NoDraws,
-    ScriptedUniforms,
     enumerate_verify,
     logits_of,
     one_hot,

@@ -1,0 +1,105 @@
+"""Uniform sources for driving an implementation: scripted, counting, and none at all.
+
+Any object with ``random() -> float`` in ``[0, 1)`` is a uniform source (the contract). These
+are the ones the tiers use, offered to test authors too:
+
+- ``ScriptedUniforms(script, then=..., limit=...)`` returns ``script`` in order; past its end
+  it returns ``then``, or raises ``DrewPastScript`` when ``then`` is None (a draw the contract
+  does not allow); ``limit`` caps all draws with ``TooManyDraws``, a ``BaseException`` so an
+  implementation's ``except Exception`` cannot swallow it. It counts ``drawn``.
+- ``CountingUniforms(source)`` wraps any source and counts its draws.
+- ``NoDraws(what)`` raises on any draw (greedy verification draws nothing).
+
+>>> source = ScriptedUniforms((0.25, 0.75), then=0.5)
+>>> [source.random() for _ in range(3)], source.drawn
+([0.25, 0.75, 0.5], 3)
+>>> strict = ScriptedUniforms((0.1,))
+>>> strict.random()
+0.1
+>>> strict.random()
+Traceback (most recent call last):
+...
+spec_verify.uniforms.DrewPastScript: drew uniform #2; the script allows 1 here
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = ["CountingUniforms", "DrewPastScript", "NoDraws", "ScriptedUniforms", "TooManyDraws"]
+
+
+class DrewPastScript(AssertionError):
+    """An implementation drew more uniforms than the contract allows for its input."""
+
+
+class TooManyDraws(BaseException):
+    """A draw past a hard limit; a BaseException so the implementation cannot swallow it."""
+
+
+class ScriptedUniforms:
+    """``random()`` returns the script in order, then ``then`` (or raises); counts ``drawn``."""
+
+    __slots__ = ("drawn", "limit", "script", "then")
+
+    def __init__(
+        self, script: Sequence[float] = (), *, then: float | None = None, limit: int | None = None
+    ) -> None:
+        self.script = tuple(script)
+        self.then = then
+        self.limit = limit
+        self.drawn = 0
+
+    def random(self) -> float:
+        i = self.drawn
+        self.drawn += 1
+        if self.limit is not None and self.drawn > self.limit:
+            raise TooManyDraws
+        if i < len(self.script):
+            return self.script[i]
+        if self.then is None:
+            raise DrewPastScript(
+                f"drew uniform #{self.drawn}; the script allows {len(self.script)} here"
+            )
+        return self.then
+
+    def __repr__(self) -> str:
+        return f"ScriptedUniforms({list(self.script)!r}, then={self.then!r}, drawn={self.drawn})"
+
+
+class CountingUniforms:
+    """A uniform source that counts its draws (it wraps any other source).
+
+    >>> import random
+    >>> source = CountingUniforms(random.Random(0))
+    >>> _ = source.random(), source.random()
+    >>> source.drawn
+    2
+    """
+
+    __slots__ = ("_source", "drawn")
+
+    def __init__(self, source: Any) -> None:
+        self._source = source
+        self.drawn = 0
+
+    def random(self) -> float:
+        self.drawn += 1
+        value: float = float(self._source.random())
+        return value
+
+    def __repr__(self) -> str:
+        return f"CountingUniforms(drawn={self.drawn})"
+
+
+class NoDraws:
+    """A source that must not be drawn from: greedy verification draws nothing."""
+
+    __slots__ = ("what",)
+
+    def __init__(self, what: str = "greedy verification") -> None:
+        self.what = what
+
+    def random(self) -> float:
+        raise DrewPastScript(f"{self.what} drew a uniform; it must draw none")
