@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["CheckResult", "ExitCode", "Status"]
+__all__ = ["CheckResult", "ExitCode", "Progress", "Status"]
+
+# What a long run reports as it goes: one short status line at a time (the CLI draws it).
+Progress = Callable[[str], None]
 
 
 class Status(str, enum.Enum):

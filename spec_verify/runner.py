@@ -18,13 +18,13 @@ from __future__ import annotations
 import shlex
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from spec_verify.adapters import Implementation, load_implementation
 from spec_verify.errors import ImplementationError, UnknownImplementation
-from spec_verify.results import CheckResult, ExitCode, Status
+from spec_verify.results import CheckResult, ExitCode, Progress, Status
 from spec_verify.tiers import TIER_NAMES, TIERS, TierEntryPointError, TierSpec, resolve_entry_point
 
 __all__ = [
@@ -35,7 +35,6 @@ __all__ = [
     "run_checks",
 ]
 
-Progress = Callable[[str], None]
 
 
 _GATE = ("contract", "calls")  # a crash on the first minimal calls skips the later tiers

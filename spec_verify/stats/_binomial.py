@@ -25,7 +25,7 @@ from typing import Any
 from scipy import stats
 
 from spec_verify.errors import InvalidArgument
-from spec_verify.stats._power import _check_int, _check_open_unit, _check_real
+from spec_verify.stats._validate import check_int, check_open_unit, check_real
 
 __all__ = ["BinomialResult", "acceptance_rate_test", "clopper_pearson"]
 
@@ -77,11 +77,11 @@ def clopper_pearson(k: int, n: int, alpha: float) -> tuple[float, float]:
     Raises:
         InvalidArgument: ``k`` or ``n`` not integers in range, ``alpha`` outside (0, 1).
     """
-    n = _check_int("n", n, 1)
-    k = _check_int("k", k, 0)
+    n = check_int("n", n, 1)
+    k = check_int("k", k, 0)
     if k > n:
         raise InvalidArgument("k", k, f"must be at most n={n}", "k counts successes among n")
-    alpha = _check_open_unit("alpha", alpha)
+    alpha = check_open_unit("alpha", alpha)
     lo = 0.0 if k == 0 else float(stats.beta.ppf(alpha / 2, k, n - k + 1))
     # isf keeps the upper quantile accurate when alpha is tiny.
     hi = 1.0 if k == n else float(stats.beta.isf(alpha / 2, k + 1, n - k))
@@ -109,14 +109,14 @@ def acceptance_rate_test(
     Raises:
         InvalidArgument: an argument out of range.
     """
-    drafted = _check_int("drafted", drafted, 1)
-    accepted = _check_int("accepted", accepted, 0)
+    drafted = check_int("drafted", drafted, 1)
+    accepted = check_int("accepted", accepted, 0)
     if accepted > drafted:
         raise InvalidArgument(
             "accepted", accepted, f"must be at most drafted={drafted}", "count accepted drafts"
         )
     rate = _check_rate(expected_rate)
-    alpha = _check_open_unit("alpha", alpha)
+    alpha = check_open_unit("alpha", alpha)
     pvalue = float(stats.binomtest(accepted, drafted, rate, alternative="two-sided").pvalue)
     lo, hi = clopper_pearson(accepted, drafted, alpha)
     observed = accepted / drafted
@@ -147,7 +147,7 @@ def _check_rate(value: Any) -> float:
         in_range = 0 <= exact <= 1
         rate = float(exact)
     else:
-        rate = _check_real("expected_rate", value)
+        rate = check_real("expected_rate", value)
         in_range = 0 <= rate <= 1
     if not in_range:
         raise InvalidArgument(

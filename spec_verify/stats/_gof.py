@@ -26,7 +26,7 @@ import numpy.typing as npt
 from scipy import stats
 
 from spec_verify.errors import InvalidArgument, InvalidDistribution
-from spec_verify.stats._power import _check_open_unit
+from spec_verify.stats._validate import check_open_unit
 
 __all__ = ["MIN_EXPECTED", "Deviation", "GofResult", "g_test"]
 
@@ -127,7 +127,7 @@ def g_test(
     >>> g_test([9, 1], [Fraction(1), Fraction(0)], alpha=1e-6).message
     'token 1 has target probability 0 but was observed 1 times'
     """
-    alpha = _check_open_unit("alpha", alpha)
+    alpha = check_open_unit("alpha", alpha)
     p = probabilities(expected_probs)
     counts = _counts(observed_counts, len(p))
     n = int(counts.sum())

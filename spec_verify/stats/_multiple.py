@@ -22,7 +22,7 @@ import numbers
 from collections.abc import Sequence
 
 from spec_verify.errors import InvalidArgument
-from spec_verify.stats._power import _check_int, _check_open_unit
+from spec_verify.stats._validate import check_int, check_open_unit
 
 __all__ = ["holm", "holm_thresholds", "per_test_alpha"]
 
@@ -45,7 +45,7 @@ def holm(pvalues: Sequence[float], family_alpha: float) -> list[bool]:
         InvalidArgument: a p-value outside [0, 1] or NaN, or ``family_alpha`` outside (0, 1).
     """
     values = _check_pvalues(pvalues)
-    family_alpha = _check_open_unit("family_alpha", family_alpha)
+    family_alpha = check_open_unit("family_alpha", family_alpha)
     rejected = [False] * len(values)
     for rank, index in enumerate(_order(values)):
         if not values[index] < family_alpha / (len(values) - rank):
@@ -66,7 +66,7 @@ def holm_thresholds(pvalues: Sequence[float], family_alpha: float) -> list[float
         InvalidArgument: as ``holm``.
     """
     values = _check_pvalues(pvalues)
-    family_alpha = _check_open_unit("family_alpha", family_alpha)
+    family_alpha = check_open_unit("family_alpha", family_alpha)
     thresholds = [0.0] * len(values)
     for rank, index in enumerate(_order(values)):
         thresholds[index] = family_alpha / (len(values) - rank)
@@ -82,8 +82,8 @@ def per_test_alpha(family_alpha: float, m: int) -> float:
     Raises:
         InvalidArgument: ``family_alpha`` outside (0, 1) or ``m < 1``.
     """
-    family_alpha = _check_open_unit("family_alpha", family_alpha)
-    m = _check_int("m", m, 1)
+    family_alpha = check_open_unit("family_alpha", family_alpha)
+    m = check_int("m", m, 1)
     return family_alpha / m
 
 

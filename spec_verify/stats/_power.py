@@ -26,12 +26,12 @@ least 5 in the cells whose deviations matter, or account for the pooled partitio
 from __future__ import annotations
 
 import math
-import numbers
 from typing import Any
 
 from scipy import optimize, stats
 
 from spec_verify.errors import InvalidArgument
+from spec_verify.stats._validate import check_int, check_open_unit, check_real
 
 __all__ = [
     "MAX_VOCABULARY",
@@ -69,7 +69,7 @@ def required_samples(
     V, alpha, delta, power = _check_plan(V, alpha, delta, power)
     n = _samples(V, alpha, delta, power)
     if budget is not None:
-        budget = _check_int("budget", budget, 1)
+        budget = check_int("budget", budget, 1)
         if n > budget:
             raise InvalidArgument("V", V, *_over_budget(V, alpha, delta, power, n=n, budget=budget))
     return n
@@ -92,8 +92,8 @@ def detectable_delta(V: int, alpha: float, n: int, power: float) -> float:
             ``delta = 1`` (the message says how many draws would).
     """
     V = _check_vocabulary(V)
-    alpha = _check_open_unit("alpha", alpha)
-    n = _check_int("n", n, 1)
+    alpha = check_open_unit("alpha", alpha)
+    n = check_int("n", n, 1)
     power = _check_power(power, alpha)
     lam = _noncentrality(V, alpha, power)
     delta = math.sqrt(lam / (4 * n))
@@ -118,9 +118,9 @@ def achieved_power(V: int, alpha: float, delta: float, n: int) -> float:
         InvalidArgument: an argument is out of range.
     """
     V = _check_vocabulary(V)
-    alpha = _check_open_unit("alpha", alpha)
+    alpha = check_open_unit("alpha", alpha)
     delta = _check_delta(delta)
-    n = _check_int("n", n, 1)
+    n = check_int("n", n, 1)
     df = V - 1
     critical = stats.chi2.isf(alpha, df)
     return float(stats.ncx2.sf(critical, df, 4 * n * delta * delta))
@@ -134,7 +134,7 @@ def noncentrality(V: int, alpha: float, power: float) -> float:
         InvalidArgument: an argument is out of range.
     """
     V = _check_vocabulary(V)
-    alpha = _check_open_unit("alpha", alpha)
+    alpha = check_open_unit("alpha", alpha)
     power = _check_power(power, alpha)
     return _noncentrality(V, alpha, power)
 
@@ -150,7 +150,7 @@ def max_vocabulary(alpha: float, delta: float, power: float, budget: int) -> int
             says the delta that ``budget`` draws reach at ``V = 2``).
     """
     _, alpha, delta, power = _check_plan(2, alpha, delta, power)
-    budget = _check_int("budget", budget, 1)
+    budget = check_int("budget", budget, 1)
     found = _max_vocabulary(alpha, delta, power, budget)
     if found is None:
         n = _samples(2, alpha, delta, power)
@@ -221,14 +221,14 @@ def _over_budget(
 
 def _check_plan(V: Any, alpha: Any, delta: Any, power: Any) -> tuple[int, float, float, float]:
     V = _check_vocabulary(V)
-    alpha = _check_open_unit("alpha", alpha)
+    alpha = check_open_unit("alpha", alpha)
     delta = _check_delta(delta)
     power = _check_power(power, alpha)
     return V, alpha, delta, power
 
 
 def _check_vocabulary(V: Any) -> int:
-    checked: int = _check_int("V", V, 2)
+    checked: int = check_int("V", V, 2)
     if checked > MAX_VOCABULARY:
         raise InvalidArgument(
             "V", V, f"must be at most {MAX_VOCABULARY:,}", "no real vocabulary is larger"
@@ -237,7 +237,7 @@ def _check_vocabulary(V: Any) -> int:
 
 
 def _check_delta(delta: Any) -> float:
-    checked: float = _check_real("delta", delta)
+    checked: float = check_real("delta", delta)
     if not 0 < checked <= 1:
         raise InvalidArgument(
             "delta", delta, "must be a total-variation distance in (0, 1]", "e.g. delta=0.05"
@@ -246,7 +246,7 @@ def _check_delta(delta: Any) -> float:
 
 
 def _check_power(power: Any, alpha: float) -> float:
-    checked: float = _check_open_unit("power", power)
+    checked: float = check_open_unit("power", power)
     if checked <= alpha:
         raise InvalidArgument(
             "power",
@@ -255,31 +255,3 @@ def _check_power(power: Any, alpha: float) -> float:
             "e.g. power=0.99",
         )
     return checked
-
-
-def _check_int(name: str, value: Any, minimum: int) -> int:
-    """An integer (not a bool, not a float) at least ``minimum``."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise InvalidArgument(name, value, "must be an integer", f"e.g. {name}={max(minimum, 1)}")
-    if value < minimum:
-        raise InvalidArgument(name, value, f"must be at least {minimum}")
-    return int(value)
-
-
-def _check_real(name: str, value: Any) -> float:
-    """A finite real number (not a bool)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise InvalidArgument(name, value, "must be a real number")
-    result = float(value)
-    if not math.isfinite(result):
-        raise InvalidArgument(name, value, "must be finite")
-    return result
-
-
-def _check_open_unit(name: str, value: Any) -> float:
-    """A probability strictly between 0 and 1 (alpha, power)."""
-    result = _check_real(name, value)
-    if not 0 < result < 1:
-        example = "0.99" if name == "power" else "1e-6"
-        raise InvalidArgument(name, value, "must be in (0, 1)", f"e.g. {name}={example}")
-    return result

@@ -47,7 +47,7 @@ import numpy.typing as npt
 
 from spec_verify.errors import InvalidArgument
 from spec_verify.stats._gof import probabilities
-from spec_verify.stats._power import _check_open_unit, _check_real
+from spec_verify.stats._validate import check_open_unit, check_real
 
 __all__ = ["SequentialGofTest", "SequentialResult"]
 
@@ -108,8 +108,8 @@ class SequentialGofTest:
         *,
         concentration: float = 0.5,
     ) -> None:
-        self._alpha = _check_open_unit("alpha", alpha)
-        a = _check_real("concentration", concentration)
+        self._alpha = check_open_unit("alpha", alpha)
+        a = check_real("concentration", concentration)
         if a <= 0:
             raise InvalidArgument(
                 "concentration", concentration, "must be positive", "e.g. concentration=0.5"

@@ -43,10 +43,10 @@ __all__ = [
     "measure_power",
 ]
 
-Outcome = Hashable
+Sample = Hashable
 
 
-def hardest_alternative(law: Mapping[Outcome, float], delta: float, n: int) -> dict[Outcome, float]:
+def hardest_alternative(law: Mapping[Sample, float], delta: float, n: int) -> dict[Sample, float]:
     """A law at total variation exactly ``delta`` from ``law`` that a G-test on ``n`` draws
     finds (nearly) hardest to detect.
 

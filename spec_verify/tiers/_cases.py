@@ -27,8 +27,8 @@ __all__ = [
     "BIG_V_EVERY",
     "HUGE_V_EVERY",
     "PARAM_DEFAULTS",
+    "CallOutcome",
     "LookupCase",
-    "Outcome",
     "ParityCase",
     "case_seeds",
     "lookup_case",
@@ -329,10 +329,10 @@ def lookup_case(case_seed: int) -> LookupCase:
 
 
 # ("ok", value, n_drawn | None) or ("err", exception, n_drawn | None)
-Outcome = tuple[str, Any, "int | None"]
+CallOutcome = tuple[str, Any, "int | None"]
 
 
-def reference_outcome(case: ParityCase) -> Outcome:
+def reference_outcome(case: ParityCase) -> CallOutcome:
     script = ScriptedUniforms(case.uniforms if not case.greedy else ())
     try:
         result = reference_verify_draft(

@@ -21,13 +21,12 @@ from numpy.typing import NDArray
 
 from spec_verify.errors import ImplementationError
 from spec_verify.reference import SamplingParams
-from spec_verify.results import CheckResult, Status
+from spec_verify.results import CheckResult, Progress, Status
 from spec_verify.tiers._cases import ParityCase, case_seeds, lookup_case, verify_case
 from spec_verify.uniforms import ScriptedUniforms
 
 __all__ = ["BAD_ARGUMENTS", "BadArgument", "run_contract_tier"]
 
-Progress = Callable[[str], None]
 
 
 def _params(impl: Any, **fields: Any) -> Any:

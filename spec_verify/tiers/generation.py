@@ -22,12 +22,11 @@ from typing import Any
 import numpy as np
 
 from spec_verify.errors import ImplementationError
-from spec_verify.results import CheckResult, Status
+from spec_verify.results import CheckResult, Progress, Status
 from spec_verify.tiers._generation_kit import Kit, Setup, kit_for, setups
 
 __all__ = ["rollback_problem", "run_generation_tier"]
 
-Progress = Callable[[str], None]
 
 
 def rollback_problem(

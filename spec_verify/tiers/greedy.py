@@ -11,7 +11,7 @@ uniform may be drawn. ``generation`` (implementations that offer it) runs
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -19,13 +19,12 @@ from numpy.typing import NDArray
 
 from spec_verify.errors import ImplementationError
 from spec_verify.reference import SamplingParams, sampling_distribution
-from spec_verify.results import CheckResult, Status
+from spec_verify.results import CheckResult, Progress, Status
 from spec_verify.tiers._cases import case_seeds, verify_case
 from spec_verify.tiers._generation_kit import kit_for, setups
 
 __all__ = ["greedy_expected", "run_greedy_tier"]
 
-Progress = Callable[[str], None]
 
 
 class _Counting:

@@ -32,9 +32,9 @@ from spec_verify.reference import (
     sampling_distribution,
 )
 from spec_verify.reference.pcg32 import Pcg32
-from spec_verify.results import CheckResult, Status
+from spec_verify.results import CheckResult, Progress, Status
 from spec_verify.tiers._cases import (
-    Outcome,
+    CallOutcome,
     ParityCase,
     case_seeds,
     lookup_case,
@@ -51,7 +51,6 @@ QUICK_CASES = 2_000
 ULP_TOLERANCE = 4  # np.exp and libm's exp may differ by an ulp; sums then by a few
 _CHUNK = 400  # cases per message to the FFI worker
 
-Progress = Callable[[str], None]
 
 
 def _params_for(impl: Any, fields: dict[str, Any]) -> Any:
@@ -59,7 +58,7 @@ def _params_for(impl: Any, fields: dict[str, Any]) -> Any:
     return make(**fields) if callable(make) else SamplingParams(**fields)
 
 
-def _impl_verify_one(impl: Any, case: ParityCase) -> Outcome:
+def _impl_verify_one(impl: Any, case: ParityCase) -> CallOutcome:
     script = ScriptedUniforms(case.uniforms if not case.greedy else ())
     try:
         result = impl.verify_draft(
@@ -99,7 +98,7 @@ def _ffi_verify_call(impl: Any, case: ParityCase) -> tuple[str, dict[str, Any], 
     return call
 
 
-def _normalise_ffi(case: ParityCase, outcome: Any) -> Outcome:
+def _normalise_ffi(case: ParityCase, outcome: Any) -> CallOutcome:
     kind, value, drawn = outcome
     known = None if (case.own_stream and not case.greedy) else int(drawn)
     if kind == "ok":
@@ -107,7 +106,7 @@ def _normalise_ffi(case: ParityCase, outcome: Any) -> Outcome:
     return ("err", value, known)
 
 
-def _same(expected: Outcome, actual: Outcome) -> bool:
+def _same(expected: CallOutcome, actual: CallOutcome) -> bool:
     if expected[0] != actual[0]:
         return False
     if expected[0] == "err":
@@ -117,7 +116,7 @@ def _same(expected: Outcome, actual: Outcome) -> bool:
     return actual[2] is None or expected[2] == actual[2]
 
 
-def _show(outcome: Outcome) -> str:
+def _show(outcome: CallOutcome) -> str:
     kind, value, drawn = outcome
     draws = "" if drawn is None else f", {drawn} uniforms drawn"
     if kind == "ok":
@@ -132,13 +131,15 @@ class _Runner:
         self.impl = impl
         self.batched = callable(getattr(impl, "batch", None)) and hasattr(impl, "verify_call")
 
-    def one(self, case: ParityCase) -> Outcome:
+    def one(self, case: ParityCase) -> CallOutcome:
         if self.batched:
             [outcome] = self.impl.batch([_ffi_verify_call(self.impl, case)])
             return _normalise_ffi(case, outcome)
         return _impl_verify_one(self.impl, case)
 
-    def many(self, cases: Sequence[ParityCase], while_waiting: Callable[[], None]) -> list[Outcome]:
+    def many(
+        self, cases: Sequence[ParityCase], while_waiting: Callable[[], None]
+    ) -> list[CallOutcome]:
         if not self.batched:
             while_waiting()
             return [_impl_verify_one(self.impl, case) for case in cases]
@@ -172,16 +173,18 @@ def _check_verify(
     start = time.perf_counter()
     runner = _Runner(impl)
     acceptance: dict[int, list[int]] = {}
-    first: tuple[ParityCase, Outcome, Outcome] | None = None
+    first: tuple[ParityCase, CallOutcome, CallOutcome] | None = None
     mismatches = 0
     crash: tuple[ImplementationError, int] | None = None
     broken: tuple[ImplementationError, ParityCase] | None = None
     done = 0
     for begin in range(0, len(seeds), _CHUNK):
         cases = [verify_case(s) for s in seeds[begin : begin + _CHUNK]]
-        expected: list[Outcome] = []
+        expected: list[CallOutcome] = []
 
-        def reference_side(batch: list[ParityCase] = cases, out: list[Outcome] = expected) -> None:
+        def reference_side(
+            batch: list[ParityCase] = cases, out: list[CallOutcome] = expected
+        ) -> None:
             out.extend(reference_outcome(c) for c in batch)
 
         try:

@@ -49,8 +49,9 @@ from spec_verify.results import CheckResult, Status
 from spec_verify.stats._binomial import acceptance_rate_test
 from spec_verify.stats._gof import g_test
 from spec_verify.stats._multiple import holm, holm_thresholds
-from spec_verify.stats._power import _check_int, _check_open_unit, required_samples
+from spec_verify.stats._power import required_samples
 from spec_verify.stats._sequential import SequentialGofTest
+from spec_verify.stats._validate import check_int, check_open_unit
 from spec_verify.tiers._drive import SampledVerifier, VerifyRequest, make_params, module_attr
 
 __all__ = [
@@ -80,7 +81,7 @@ DEFAULT_BUDGET = 200_000  # draws per check; the largest default plan is about 1
 TIER = "statistical"
 _BATCH = 512  # draws between two looks of the sequential test
 F = Fraction
-Outcome = Hashable
+Sample = Hashable
 Dist = tuple[Fraction, ...]
 
 
@@ -90,7 +91,7 @@ Dist = tuple[Fraction, ...]
 class _Sampler:
     """Draws outcomes of one check from an implementation, batch by batch."""
 
-    def __init__(self, draw: Callable[[int], list[Outcome]]) -> None:
+    def __init__(self, draw: Callable[[int], list[Sample]]) -> None:
         self.draw = draw
 
 
@@ -109,7 +110,7 @@ class StatisticalCheck(abc.ABC):
     test = "G-test"
 
     @abc.abstractmethod
-    def probabilities(self) -> dict[Outcome, float]:
+    def probabilities(self) -> dict[Sample, float]:
         """Every outcome the check can see, with its exact probability under the target.
 
         Outcomes of probability 0 may be listed (they are plotted); any outcome that is not
@@ -122,7 +123,7 @@ class StatisticalCheck(abc.ABC):
     ) -> _Sampler:
         """A sampler of i.i.d. outcomes; ``harness`` draws the drafts, ``seeds`` seeds ``impl``."""
 
-    def label(self, outcome: Outcome) -> str:
+    def label(self, outcome: Sample) -> str:
         """How an outcome is named in reports and plots."""
         return str(outcome)
 
@@ -175,7 +176,7 @@ class FirstTokenCheck(StatisticalCheck):
         )
         return tuple(float(v) for v in dist)
 
-    def probabilities(self) -> dict[Outcome, float]:
+    def probabilities(self) -> dict[Sample, float]:
         return dict(enumerate(self._p))
 
     def start(
@@ -188,7 +189,7 @@ class FirstTokenCheck(StatisticalCheck):
         history, prompt = list(self.history), list(self.prompt)
         calls = 0
 
-        def draw(count: int) -> list[Outcome]:
+        def draw(count: int) -> list[Sample]:
             nonlocal calls
             if q is None:
                 xs = [(calls + i) % V for i in range(count)]
@@ -217,10 +218,10 @@ class AcceptanceRateCheck(StatisticalCheck):
     def rate(self) -> Fraction:
         return sum((min(a, b) for a, b in zip(self.target, self.draft, strict=True)), F(0))
 
-    def probabilities(self) -> dict[Outcome, float]:
+    def probabilities(self) -> dict[Sample, float]:
         return {0: float(1 - self.rate), 1: float(self.rate)}
 
-    def label(self, outcome: Outcome) -> str:
+    def label(self, outcome: Sample) -> str:
         return "accepted" if outcome == 1 else "rejected"
 
     def start(
@@ -231,7 +232,7 @@ class AcceptanceRateCheck(StatisticalCheck):
         q = _floats(self.draft).reshape(1, -1)
         verify = SampledVerifier(impl, make_params(impl), seeds)
 
-        def draw(count: int) -> list[Outcome]:
+        def draw(count: int) -> list[Sample]:
             xs = _choose(harness, q[0], count)
             rounds = verify([VerifyRequest(rows, [int(x)], q) for x in xs])
             return [accepted for _, accepted in rounds]
@@ -278,17 +279,17 @@ class SequenceCheck(StatisticalCheck):
         return target, draft
 
     @cached_property
-    def _law(self) -> dict[Outcome, float]:
+    def _law(self) -> dict[Sample, float]:
         from spec_verify.reference.exact import exact_round
 
         target, draft = self._tables
         law = exact_round(target.__getitem__, draft.__getitem__, (), self.m)
         return {seq: float(prob) for seq, prob in sorted(law.items()) if prob}
 
-    def probabilities(self) -> dict[Outcome, float]:
+    def probabilities(self) -> dict[Sample, float]:
         return dict(self._law)
 
-    def label(self, outcome: Outcome) -> str:
+    def label(self, outcome: Sample) -> str:
         return " ".join(str(t) for t in outcome)  # type: ignore[attr-defined]
 
     def start(
@@ -307,7 +308,7 @@ class SequenceCheck(StatisticalCheck):
             probs = np.vstack([q[prefix[:i]] for i in range(self.m)])
             return VerifyRequest(rows, list(prefix), probs)
 
-        def draw(count: int) -> list[Outcome]:
+        def draw(count: int) -> list[Sample]:
             return [tuple(emitted) for emitted, _ in verify([request() for _ in range(count)])]
 
         return _Sampler(draw)
@@ -341,7 +342,7 @@ class GenerationCheck(StatisticalCheck):
         return BagLM(len(self.alphabet) + 1, seed=self.target_seed)
 
     @cached_property
-    def _law(self) -> dict[Outcome, float]:
+    def _law(self) -> dict[Sample, float]:
         from spec_verify.reference import SamplingParams, sampling_distribution
 
         p = SamplingParams(**self.params)
@@ -358,10 +359,10 @@ class GenerationCheck(StatisticalCheck):
             law = grown
         return dict(sorted(law.items()))
 
-    def probabilities(self) -> dict[Outcome, float]:
+    def probabilities(self) -> dict[Sample, float]:
         return dict(self._law)
 
-    def label(self, outcome: Outcome) -> str:
+    def label(self, outcome: Sample) -> str:
         return " ".join(str(t) for t in outcome)  # type: ignore[attr-defined]
 
     def _draft(self, impl: Implementation) -> Any:
@@ -381,19 +382,19 @@ class GenerationCheck(StatisticalCheck):
         tok = CharTokenizer(self.alphabet)
         seed_stream = np.random.Generator(np.random.PCG64(seeds))
 
-        def one(seed: int) -> Outcome:
+        def one(seed: int) -> Sample:
             p = make_params(impl, max_tokens=self.length, seed=seed, **self.params)
             out = generate(self._target(), self._draft(impl), tok, list(self.prompt), p, k=self.k)
             return tuple(int(t) for t in out.ids)
 
-        def draw(count: int) -> list[Outcome]:
+        def draw(count: int) -> list[Sample]:
             seeds_ = seed_stream.integers(0, 2**63, size=count, dtype=np.int64)
             return [_guarded(impl, "speculative_generate", one, int(s)) for s in seeds_]
 
         return _Sampler(draw)
 
 
-def _guarded(impl: Implementation, call: str, fn: Callable[[int], Outcome], arg: int) -> Outcome:
+def _guarded(impl: Implementation, call: str, fn: Callable[[int], Sample], arg: int) -> Sample:
     """Generation runs outside the adapter's guard: its crash is the implementation's failure."""
     try:
         return fn(arg)
@@ -543,9 +544,9 @@ def plan_statistical_tier(
             ``delta`` outside (0, 1], a bad ``seed`` or ``budget``, an unknown check name, or a
             check whose sample size exceeds ``budget`` (the message says what would fit).
     """
-    family_alpha = _check_open_unit("family_alpha", family_alpha)
+    family_alpha = check_open_unit("family_alpha", family_alpha)
     seed = _check_seed(seed)
-    budget = _check_int("budget", budget, 1)
+    budget = check_int("budget", budget, 1)
     selected = _select(checks)
     skip = {index: _skip_reason(impl, check) for index, check in selected if impl is not None}
     active = [index for index, _ in selected if not skip.get(index)]
@@ -629,7 +630,7 @@ def _seed_sequences(seed: int, index: int) -> tuple[np.random.SeedSequence, np.r
 
 def _draw_outcomes(
     impl: Implementation, plan: StatisticalPlan, entry: PlannedCheck
-) -> tuple[list[Outcome], SequentialGofTest | None]:
+) -> tuple[list[Sample], SequentialGofTest | None]:
     """Draw the planned outcomes, stopping early if the sequential test rejects."""
     harness_seq, impl_seq = _seed_sequences(plan.seed, entry.index)
     sampler = entry.check.start(impl, np.random.Generator(np.random.PCG64(harness_seq)), impl_seq)
@@ -639,7 +640,7 @@ def _draw_outcomes(
     if plan.sequential:
         probs = [*entry.check.probabilities().values(), 0.0]  # last: any unlisted outcome
         sequential = SequentialGofTest(probs, alpha=entry.alpha / 2)
-    outcomes: list[Outcome] = []
+    outcomes: list[Sample] = []
     while len(outcomes) < entry.n:
         batch = sampler.draw(min(_BATCH, entry.n - len(outcomes)))
         outcomes.extend(batch)
@@ -651,7 +652,7 @@ def _draw_outcomes(
 
 
 def observe(
-    outcomes: Sequence[Outcome],
+    outcomes: Sequence[Sample],
     check: StatisticalCheck,
     alpha: float,
     sequential: SequentialGofTest | None = None,
@@ -723,7 +724,7 @@ def observe(
     return _Observation(pvalue, statistic, n, details, summary)
 
 
-def _gof_summary(gof: Any, check: StatisticalCheck, cells: list[Outcome]) -> str:
+def _gof_summary(gof: Any, check: StatisticalCheck, cells: list[Sample]) -> str:
     text = f"G={gof.statistic:.4g} on {gof.df} df, p={gof.pvalue:.3g}, n={gof.n}"
     if gof.zero_probability_tokens:
         seen = ", ".join(
