@@ -72,3 +72,20 @@ def test_importing_the_top_level_is_light_and_its_names_load_on_use():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "True"]
+
+
+def test_every_package_in_the_tree_is_installed():
+    """pyproject lists packages by hand: a new subpackage missing there is absent from a
+    regular (non-editable) install although every editable test passes."""
+    import pathlib
+
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    root = pathlib.Path(__file__).resolve().parents[1]
+    config = tomllib.loads((root / "pyproject.toml").read_text())
+    listed = set(config["tool"]["setuptools"]["packages"])
+    found = {
+        "spec_verify." + ".".join(init.parent.relative_to(root / "spec_verify").parts)
+        for init in (root / "spec_verify").rglob("__init__.py")
+    }
+    found = {name.rstrip(".") for name in found}
+    assert found - listed == set(), f"add to [tool.setuptools] packages: {sorted(found - listed)}"
