@@ -23,6 +23,9 @@ __all__ = ["DraftModel", "ModelDraft", "NGramDraft", "PromptLookupDraft", "check
 
 
 class DraftModel(Protocol):
+    """A draft: ``propose(ctx, k, rng)`` returns up to ``k`` drafted ids and, for a sampling
+    draft, the ``(m, V)`` rows they were drawn from (None for a deterministic draft)."""
+
     def propose(
         self, ctx: Sequence[int], k: int, rng: UniformSource | None
     ) -> tuple[list[int], NDArray[np.float64] | None]: ...

@@ -46,6 +46,8 @@ class LanguageModel(Protocol):
 
 
 class Tokenizer(Protocol):
+    """Text to ids and back over a vocabulary of ``vocab_size`` ids (stop strings need it)."""
+
     vocab_size: int
 
     def encode(self, text: str) -> list[int]: ...

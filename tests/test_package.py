@@ -89,3 +89,31 @@ def test_every_package_in_the_tree_is_installed():
     }
     found = {name.rstrip(".") for name in found}
     assert found - listed == set(), f"add to [tool.setuptools] packages: {sorted(found - listed)}"
+
+
+@pytest.mark.parametrize("package", ["spec_verify.exact", "spec_verify.stats"])
+def test_the_engines_import_no_tier_and_no_adapter(package):
+    """DESIGN.md's dependency directions: exact/ and stats/ stand alone."""
+    code = (
+        f"import sys, {package}; "
+        "print(sorted(m for m in sys.modules if m.startswith(('spec_verify.tiers', "
+        "'spec_verify.adapters', 'spec_verify.runner'))))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def _public_callables():
+    import inspect
+
+    for name in PACKAGES:
+        module = importlib.import_module(name)
+        for attribute in module.__all__:
+            value = getattr(module, attribute)
+            if inspect.isclass(value) or inspect.isfunction(value):
+                yield f"{name}.{attribute}", value
+
+
+@pytest.mark.parametrize(("name", "value"), list(_public_callables()), ids=lambda x: str(x)[:60])
+def test_every_public_function_and_class_has_a_docstring(name, value):
+    assert (value.__doc__ or "").strip(), f"{name} has no docstring"

@@ -29,6 +29,7 @@ _COMMANDS = (
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``spec-verify`` parser, each sub-command registered by its own module."""
     parser = argparse.ArgumentParser(
         prog="spec-verify",
         description="Prove that a speculative sampler produces exactly the target's output.",

@@ -1,73 +1,19 @@
 """The cell enumerator: an implementation's exact output distribution, cell by cell.
 
 An implementation that takes an injected uniform source is a deterministic function of the
-uniforms it draws. For one call of ``verify_draft`` (fixed target rows, drafted ids and draft
-rows) each draw falls in one *cell* of ``[0, 1)``, and the output only depends on which cells
-the draws fall in. So the enumerator walks the tree of draws depth first: it calls the
-implementation with a scripted source whose ``random()`` returns a float strictly inside the
-chosen cell for each draw, and weights the outcome by the product of the exact cell widths. The
-result is the exact distribution of ``emitted_ids`` as ``Fraction``s.
+uniforms it draws. For one call of ``verify_draft`` each draw falls in one *cell* of ``[0, 1)``
+and the output only depends on which cells the draws fall in, so the enumerator walks the tree
+of draws depth first, calls the implementation with a float strictly inside each chosen cell
+(``GUARD`` = 1e-9 from its edges), and weights each outcome by the product of the exact cell
+widths: the exact distribution of ``emitted_ids`` as ``Fraction``s.
 
-Where the cells come from. For draw ``j`` the enumerator first tries the *roles* the contract's
-draw order predicts (``u_accept`` at ``p(x)/q(x)``, ``u_resample`` at the cumulative sums of the
-residual, an unused draw, the bonus at the cumulative sums of the next target row), then the
-roles another order would give (the next position's ``u_accept`` right after an acceptance,
-sampling from ``p`` or ``q`` after a rejection). A role *fits* when every one of its cells gives
-one outcome at both guarded edges and at the midpoint (five points for an unused draw). When
-no role fits, the enumerator *locates* the implementation's own breakpoints: it bisects on floats
-between two probes with different outcomes down to a bracket narrower than the guard band, and
-takes as breakpoint a rational inside ``[hi - guard, lo + guard]``: a breakpoint of the round's
-distributions if one is there, else the simplest fraction there, else the float itself.
-
-Why this is sound (the claim a pass makes). The implementation computes its breakpoints in
-floating point from ``exp(log p)`` and float ``q``; they differ from the exact rationals by
-rounding, far below ``GUARD`` (1e-9; float64 errors here are around 1e-13 even for V = 256).
-Every probe sits at least ``GUARD`` inside its cell, so it is on the same side of every one of
-the implementation's breakpoints as the whole cell is. A cell narrower than ``4 * GUARD`` cannot
-be probed that way; the enumeration then stops as *not provable* instead of guessing. A proven
-result therefore says: *with breakpoints each within GUARD of the implementation's own, the
-output distribution is exactly this* (for an exact implementation: exactly the target, up to
-the rounding of its breakpoints, which no float implementation can avoid).
-
-Leaf audits (what is audited). A node's probes hold the later draws at one value
-(``DEFAULT_UNIFORM``), and a leaf holds every draw at the middle of its cell; neither shows a
-use of a draw that only matters once the later draws have left those values: an implementation
-that draws ``u_resample`` before ``u_accept`` (mutant s04) looks, with the later ``u_accept``
-kept, as if its first draw did nothing, and one that also reads ``u_accept[0]`` when the bonus
-lands on a given token changes nothing at the node of ``u_accept[0]``, whose keep and reject
-cells already differ there. So at every leaf the enumerator moves *every* draw, one at a time,
-to both guarded edges of its cell, the others fixed at the leaf's values (a star check), and
-requires the leaf's outcome (tokens and number of draws). No draw is exempt, whatever its node
-showed and whatever the draw order. A failed audit locates the breakpoints along that draw
-with the leaf's values, splits the draw's cell at its node, and explores again (all calls are
-cached, so a restart costs no calls); where the split cell would be narrower than the guard
-band, the round is not provable.
-
-The model under which a pass is a proof. Along any one draw, the others fixed, the
-implementation compares the draw against finitely many thresholds that depend only on the
-cells (not the exact values) of the other draws, and each outcome occupies one interval of the
-draw's cell (threshold tests against values computed from p, q and the other draws' cells, and
-inverse-CDF sampling, in any draw order, satisfy this; a test against another draw's exact value,
-such as "reject if u_accept is in the top quarter of its cell and u_resample > 0.8", does not,
-and can be proven wrong only by the parity and statistical tiers). Then a
-leaf whose star check passes gives one outcome on the whole product of its guarded cells: move
-the draws from the leaf's point one at a time; each move keeps the other draws in their cells,
-so the moved draw's thresholds are the ones the audit tested, none inside its guarded cell. The
-probes test, not exhaust, this model (two thresholds both strictly inside one cell, on the same
-side of its middle, with the outcome back to the leaf's at the edge, would go unseen). Draws the
-implementation makes beyond what the contract predicts are followed like any other draw: as an
-unused draw with one cell ``[0, 1)`` when five probes across it agree (and the leaf audits
-agree), else by locating their breakpoints.
-
-What this costs, and why no sound method costs much less. Every leaf needs a call inside its
-box, and each of its ``d`` draws could carry a rule that only that leaf's box reveals (adv_evid,
-adv_hidden, adv_xor in tests/impls hide one, one and two). A set of ``n`` calls in the box,
-compared with the leaf, fixes ``n - 1`` parity conditions on which draws crossed a threshold; an
-XOR of threshold tests over a nonzero set of draws meeting them all exists while
-``n - 1 < d``. So any sound black-box method needs at least ``sum over leaves (d + 1)`` calls;
-this one makes up to ``2 d + 1`` per leaf less what the cache holds (the last draw's edges are
-its node's probes). A leaf where all ``k`` drafts are kept has ``2 k + 1`` draws, so
-``calls / (V (k + 1))`` grows with ``k``, about linearly (``benchmarks/bench_exact.py``).
+In short: cells come from the contract's draw order first, then from other orders, then from
+the implementation's own breakpoints located by bisection; every leaf is audited by moving
+each draw to both guarded edges of its cell; a cell narrower than ``4 * GUARD`` is "not
+provable". A pass is a proof under a stated model (thresholds along each draw that depend only
+on the other draws' cells), and the calls stay within a small factor of the lower bound
+``sum over leaves (draws + 1)`` that any sound black-box method needs. The derivation, the
+model and the cost argument are in ``docs/exact-engine.md``.
 """
 
 from __future__ import annotations
@@ -78,14 +24,16 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
 
-from spec_verify.adapters._implementations import Implementation
 from spec_verify.errors import ImplementationError, InvalidArgument, InvalidDistribution
 from spec_verify.uniforms import ScriptedUniforms, TooManyDraws
+
+if TYPE_CHECKING:  # the engine takes any implementation; it imports no adapter
+    from spec_verify.adapters import Implementation
 
 __all__ = [
     "DEFAULT_UNIFORM",

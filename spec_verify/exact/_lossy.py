@@ -28,14 +28,16 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from spec_verify.adapters._implementations import Implementation
 from spec_verify.errors import InvalidArgument
 from spec_verify.exact._cells import Dist, Round, check_dist, enumerate_round, format_fraction
+
+if TYPE_CHECKING:  # the engine takes any implementation; it imports no adapter
+    from spec_verify.adapters import Implementation
 
 __all__ = [
     "LOSSY_RULES",
