@@ -150,8 +150,10 @@ CATALOGUE: tuple[Mutant, ...] = (
         "s04", "u_resample drawn before u_accept", 4,
         "the same seed gives other tokens than the Rust port: the streams diverge",
         (Change("verify.py",
-                _lines("        u_accept = rng.random()", "        u_resample = rng.random()"),
-                _lines("        u_resample = rng.random()", "        u_accept = rng.random()")),),
+                _lines("        u_accept = draw_uniform(rng)",
+                       "        u_resample = draw_uniform(rng)"),
+                _lines("        u_resample = draw_uniform(rng)",
+                       "        u_accept = draw_uniform(rng)")),),
         (_test("test_hand_example"),),
     ),
     Mutant(

@@ -22,6 +22,8 @@ __all__ = [
     "SamplingParams",
     "UniformSource",
     "argmax_lowest",
+    "check_scaled_logits",
+    "draw_uniform",
     "sample",
     "sampling_distribution",
     "token_logprobs",
@@ -145,6 +147,66 @@ def _penalised(
     return out
 
 
+def _check_finite_after(
+    before: NDArray[np.float64], after: NDArray[np.float64], step: str, fix: str
+) -> None:
+    """Raise if a finite logit became +-inf in ``step`` (float64 overflow; CONTRACT.md 2)."""
+    overflow = np.isfinite(before) & ~np.isfinite(after)
+    if overflow.any():
+        token = int(np.flatnonzero(overflow)[0])
+        raise InvalidLogits(
+            "logits",
+            before,
+            f"the logit {float(before[token])!r} at id {token} overflows float64 {step}",
+            fix,
+        )
+
+
+def _scaled(
+    row: NDArray[np.float64], p: SamplingParams, history: Sequence[int], prompt: Sequence[int]
+) -> NDArray[np.float64]:
+    """Steps 1 and 3: penalised logits, divided by the temperature unless greedy.
+
+    A finite logit that overflows to +-inf in either step is an error (CONTRACT.md section 2):
+    +inf would make the softmax NaN and -inf would silently ban a token.
+    """
+    with np.errstate(over="ignore"):  # an overflow is detected below and raised, not warned
+        penalised = _penalised(row, p, history, prompt)
+    _check_finite_after(
+        row,
+        penalised,
+        f"under the penalties (repetition_penalty={p.repetition_penalty!r}, "
+        f"presence_penalty={p.presence_penalty!r}, frequency_penalty={p.frequency_penalty!r})",
+        "use penalties that keep the logits finite",
+    )
+    if p.greedy:
+        return penalised
+    with np.errstate(over="ignore"):
+        scaled = penalised / p.temperature
+    _check_finite_after(
+        penalised,
+        scaled,
+        f"when divided by temperature={p.temperature!r}",
+        "use temperature 0 for greedy, or a temperature >= max |logit| / 1.7976931348623157e308",
+    )
+    return scaled
+
+
+def check_scaled_logits(
+    logits: object,
+    p: SamplingParams,
+    history: Sequence[int],
+    prompt: Sequence[int],
+    argument: str = "logits",
+) -> None:
+    """Everything ``sampling_distribution`` can reject in a row, without computing it.
+
+    ``verify_draft`` calls this on every row before drawing its first uniform (CONTRACT.md
+    section 3): a row that would fail later must fail before any draw. Ids must be valid.
+    """
+    _scaled(_logits_row(logits, argument), p, history, prompt)
+
+
 def _exp(values: NDArray[np.float64]) -> NDArray[np.float64]:
     """Elementwise exp through the C library (``math.exp``), 0 for -inf.
 
@@ -185,18 +247,17 @@ def sampling_distribution(
     V = row.shape[0]
     history = validate_ids("history", history, V)
     prompt = validate_ids("prompt", prompt, V)
-    row = _penalised(row, p, history, prompt)
+    row = _scaled(row, p, history, prompt)
     if p.greedy:
         one_hot = np.zeros(V)
         one_hot[argmax_lowest(row)] = 1.0
         return one_hot
-    row = row / p.temperature
     if 0 < p.top_k < V:
         order = sorted(range(V), key=lambda t: (-row[t], t))
         banned = order[p.top_k :]
         row[banned] = -np.inf
     finite = np.isfinite(row)
-    if not finite.any():  # temperature overflow cannot produce this; -inf everywhere can
+    if not finite.any():  # unreachable: the row has a finite entry that _scaled kept finite
         raise InvalidLogits("logits", logits, "no token survives the filters")
     e = _exp(row - np.max(row[finite]))
     probs = e / _sequential_sum(e)
@@ -237,8 +298,28 @@ def sample(dist: object, rng: UniformSource | None) -> int:
         raise InvalidLogits("dist", dist, "has no positive entry")
     if rng is None:
         return argmax_lowest(probs)
+    return sample_with(probs, draw_uniform(rng))
+
+
+def draw_uniform(rng: UniformSource) -> float:
+    """The next uniform of ``rng``, checked: outside [0, 1) (or not a number) is an error.
+
+    Every draw of the reference goes through here (CONTRACT.md section 1): a source returning
+    1.0, a negative number or NaN is rejected, never clamped.
+
+    Raises:
+        InvalidParams: naming ``rng`` and the value it returned.
+    """
     u = rng.random()
-    return sample_with(probs, u)
+    number = isinstance(u, (int, float, np.integer, np.floating)) and not isinstance(u, bool)
+    if not number or not 0.0 <= u < 1.0:
+        raise InvalidParams(
+            "rng",
+            u,
+            "random() returned this; a uniform source must return a float in [0, 1)",
+            "0.0 is allowed and 1.0 is not: scale a 32-bit integer by 2**-32 (CONTRACT.md 1)",
+        )
+    return float(u)
 
 
 def sample_with(probs: NDArray[np.float64], u: float) -> int:

@@ -17,6 +17,8 @@ from .sampling import (
     SamplingParams,
     UniformSource,
     argmax_lowest,
+    check_scaled_logits,
+    draw_uniform,
     sample,
     sampling_distribution,
     validate_ids,
@@ -39,6 +41,18 @@ def _check_target_logits(target_logits: object, m: int) -> NDArray[np.float64]:
     if np.isnan(rows).any():
         where = [tuple(int(i) for i in ij) for ij in np.argwhere(np.isnan(rows))[:3]]
         raise InvalidLogits("target_logits", rows, f"has NaN at (row, id) {where}")
+    if np.isposinf(rows).any():
+        where = [tuple(int(i) for i in ij) for ij in np.argwhere(np.isposinf(rows))[:3]]
+        raise InvalidLogits(
+            "target_logits", rows, f"has +inf at (row, id) {where}; logits must be finite or -inf"
+        )
+    banned = np.flatnonzero(~np.isfinite(rows).any(axis=1))
+    if banned.size:
+        raise InvalidLogits(
+            "target_logits",
+            rows,
+            f"row {int(banned[0])} has no finite entry: every token would be banned",
+        )
     return rows
 
 
@@ -118,12 +132,16 @@ def verify_draft(
     if rng is None or not callable(getattr(rng, "random", None)):
         raise InvalidParams("rng", rng, "sampled verification needs a uniform source")
     q = None if draft_probs is None else _check_draft_probs(draft_probs, ids, V)
+    # Row i is only ever computed with history + ids[:i], so every row can be checked (+inf,
+    # no finite entry, overflow) before the first draw (CONTRACT.md section 3).
+    for i in range(m + 1):
+        check_scaled_logits(rows[i], p, history + ids[:i], prompt, f"target_logits[{i}]")
     kept: list[int] = []
     for i, x in enumerate(ids):
         p_i = sampling_distribution(rows[i], p, history + kept, prompt)
         q_i = q[i] if q is not None else _one_hot(x, V)
-        u_accept = rng.random()
-        u_resample = rng.random()
+        u_accept = draw_uniform(rng)
+        u_resample = draw_uniform(rng)
         token, accepted = step(p_i, q_i, x, u_accept, u_resample)
         if not accepted:
             return [*kept, token], len(kept)

@@ -28,9 +28,10 @@
  * this order (the reference's): SV_E_NULL and SV_E_SHAPE (pointers, lengths), SV_E_BAD_PARAM
  * (sampling or lookup parameters), SV_E_BUFFER (output capacity), SV_E_NAN (logits),
  * SV_E_ID_RANGE (draft ids, then history, then prompt), SV_E_DISTRIBUTION and
- * SV_E_ZERO_DRAFT_PROB (draft_probs, row by row).
- * All of these are checked before the first uniform is drawn. Only SV_E_CALLBACK, and
- * SV_E_NAN for an overflow that appears mid-computation, can happen after draws began.
+ * SV_E_ZERO_DRAFT_PROB (draft_probs, row by row), then SV_E_NAN for a logit that overflows
+ * (row by row; row i with history + x_1..x_i, the only history it is ever computed with).
+ * All of these are checked before the first uniform is drawn: a call that fails draws
+ * nothing. Only SV_E_CALLBACK can happen after draws began.
  */
 #ifndef SPEC_VERIFY_H
 #define SPEC_VERIFY_H
@@ -54,7 +55,9 @@ extern "C" {
                                       (m + 1) * V overflows */
 #define SV_E_ID_RANGE         -2   /* a token id (draft_ids, history, prompt, x) not in [0, V) */
 #define SV_E_NAN              -3   /* logits hold NaN or +inf, a row has no finite entry (every
-                                      token banned), or no token survives the filters */
+                                      token banned), or a finite logit overflows to +-inf under
+                                      the penalties or the temperature (CONTRACT.md section 2:
+                                      e.g. 1.0 / 1e-310); never a NaN distribution */
 #define SV_E_ZERO_DRAFT_PROB  -4   /* draft_probs gives a drafted token x_i probability 0
                                       (q_i(x_i) <= 0): a draft can only propose what it draws */
 #define SV_E_BAD_PARAM        -5   /* a sampling parameter out of its range (see
@@ -136,7 +139,8 @@ int32_t sv_pcg32_uniforms(uint64_t initstate, uint64_t initseq, int64_t n, doubl
  * (temperature 0) or temperature, top-k, softmax, top-p, min-p, renormalisation, exactly in
  * CONTRACT.md's order and tie rules.
  *
- * logits     V doubles, finite or -inf (NaN or +inf: SV_E_NAN; all -inf: SV_E_NAN).
+ * logits     V doubles, finite or -inf (NaN or +inf: SV_E_NAN; all -inf: SV_E_NAN; a
+ *            finite logit that the penalties or the temperature overflow: SV_E_NAN).
  * V          vocabulary size, >= 1.
  * params     sampling parameters (not NULL).
  * history    n_history generated ids in [0, V): what the presence and frequency penalties see
@@ -212,8 +216,9 @@ int32_t sv_speculative_step(const double* p, const double* q, int64_t V, int64_t
  *     the bonus: sv_sample(p_m, u). A round therefore draws 2 * (n + 1) uniforms when a draft
  *     is rejected and 2 * m + 1 when all m are kept.
  *
- * Errors: SV_E_NULL, SV_E_SHAPE, SV_E_BAD_PARAM, SV_E_BUFFER, SV_E_ID_RANGE, SV_E_NAN,
- * SV_E_DISTRIBUTION, SV_E_ZERO_DRAFT_PROB (all before any draw), SV_E_CALLBACK. */
+ * Errors: SV_E_NULL, SV_E_SHAPE, SV_E_BAD_PARAM, SV_E_BUFFER, SV_E_ID_RANGE,
+ * SV_E_DISTRIBUTION, SV_E_ZERO_DRAFT_PROB, SV_E_NAN (all before any draw: every row's
+ * overflow included), SV_E_CALLBACK (a uniform outside [0, 1), at that draw). */
 int32_t sv_verify_draft(const double* target_logits, int64_t m, int64_t V,
                         const int64_t* draft_ids, const double* draft_probs,
                         const sv_sampling_params* params,

@@ -5,19 +5,21 @@
 //! - [`sampling`]: the sampling distribution and inverse-CDF sampling;
 //! - [`verify`]: the rejection step and `verify_draft` in the contract's draw order;
 //! - [`lookup`]: prompt lookup;
-//! - [`ffi`]: the `extern "C"` functions (validation, error codes, no panic across the ABI).
+//! - `ffi` (crate-private): the `extern "C"` functions and the ABI's own `#[repr(C)]`
+//!   parameter struct (validation, error codes, no panic across the ABI);
+//! - [`error`]: [`ErrorCode`] (`#[repr(i32)]`, the header's status numbers) and [`SvError`].
 //!
 //! Cargo features named `bug_*` plant one documented bug each (README.md); the gate's
 //! negative controls build them. A clean build enables none.
 
 pub mod error;
-pub mod ffi;
+pub(crate) mod ffi;
 pub mod lookup;
 pub mod pcg32;
 pub mod sampling;
 pub mod verify;
 
-pub use error::{SvError, SvResult};
+pub use error::{ErrorCode, SvError, SvResult};
 pub use lookup::prompt_lookup;
 pub use pcg32::{request_rng, Pcg32};
 pub use sampling::{sample_with, sampling_distribution, SamplingParams};
@@ -37,4 +39,10 @@ pub const PLANTED_BUGS: &[&str] = &[
     "bug_lookup_oldest",
     #[cfg(feature = "bug_penalty_ignores_kept")]
     "bug_penalty_ignores_kept",
+    #[cfg(feature = "bug_top_p_inclusive")]
+    "bug_top_p_inclusive",
+    #[cfg(feature = "bug_penalty_window")]
+    "bug_penalty_window",
+    #[cfg(feature = "bug_shared_scratch")]
+    "bug_shared_scratch",
 ];

@@ -1,21 +1,21 @@
 //! Prompt lookup (CONTRACT.md section 4): `PromptLookupDraft(max_ngram, min_ngram).propose`.
 
-use crate::error::{fail, SvResult, SV_E_BAD_PARAM};
+use crate::error::{fail, ErrorCode, SvResult};
 
 /// Checks `k >= 0`, `min_ngram >= 1`, `max_ngram >= min_ngram`.
 pub fn validate_lookup(k: i64, max_ngram: i64, min_ngram: i64) -> SvResult<()> {
     if k < 0 {
-        return fail(SV_E_BAD_PARAM, format!("k={k}: must be >= 0"));
+        return fail(ErrorCode::BadParam, format!("k={k}: must be >= 0"));
     }
     if min_ngram < 1 {
         return fail(
-            SV_E_BAD_PARAM,
+            ErrorCode::BadParam,
             format!("min_ngram={min_ngram}: must be >= 1"),
         );
     }
     if max_ngram < min_ngram {
         return fail(
-            SV_E_BAD_PARAM,
+            ErrorCode::BadParam,
             format!("max_ngram={max_ngram}: must be >= min_ngram = {min_ngram}"),
         );
     }
@@ -97,8 +97,17 @@ mod tests {
     #[test]
     fn validation() {
         assert!(validate_lookup(0, 3, 1).is_ok());
-        assert_eq!(validate_lookup(-1, 3, 1).unwrap_err().code, SV_E_BAD_PARAM);
-        assert_eq!(validate_lookup(1, 3, 0).unwrap_err().code, SV_E_BAD_PARAM);
-        assert_eq!(validate_lookup(1, 1, 2).unwrap_err().code, SV_E_BAD_PARAM);
+        assert_eq!(
+            validate_lookup(-1, 3, 1).unwrap_err().code,
+            ErrorCode::BadParam
+        );
+        assert_eq!(
+            validate_lookup(1, 3, 0).unwrap_err().code,
+            ErrorCode::BadParam
+        );
+        assert_eq!(
+            validate_lookup(1, 1, 2).unwrap_err().code,
+            ErrorCode::BadParam
+        );
     }
 }

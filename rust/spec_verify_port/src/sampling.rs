@@ -4,18 +4,16 @@
 //! temperature, top-k, softmax, top-p, min-p and renormalisation; every sum is sequential in
 //! ascending id order, every tie goes to the lowest id.
 
-use crate::error::{
-    fail, SvResult, SV_E_BAD_PARAM, SV_E_DISTRIBUTION, SV_E_ID_RANGE, SV_E_NAN, SV_E_SHAPE,
-};
+use crate::error::{fail, ErrorCode, SvResult};
 use std::cmp::Ordering;
 
-/// CONTRACT.md's `SamplingParams` without the generation-only fields. `#[repr(C)]`: this is
-/// also the ABI's `sv_sampling_params` (seven 8-byte fields, 56 bytes).
-#[repr(C)]
+/// CONTRACT.md's `SamplingParams` without the generation-only fields. The ABI's
+/// `sv_sampling_params` is a separate `#[repr(C)]` struct converted with `TryFrom`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SamplingParams {
     pub temperature: f64,
-    pub top_k: i64,
+    /// 0 is off, and so is any `top_k >= V`.
+    pub top_k: usize,
     pub top_p: f64,
     pub min_p: f64,
     pub repetition_penalty: f64,
@@ -51,7 +49,8 @@ impl SamplingParams {
         self.temperature == 0.0
     }
 
-    /// Checks every field against CONTRACT.md's ranges (all must be finite).
+    /// Checks every field against CONTRACT.md's ranges (all must be finite; `top_k` is a
+    /// `usize`, so always in range).
     pub fn validate(&self) -> SvResult<()> {
         check_real(
             "temperature",
@@ -59,12 +58,6 @@ impl SamplingParams {
             self.temperature >= 0.0,
             ">= 0",
         )?;
-        if self.top_k < 0 {
-            return fail(
-                SV_E_BAD_PARAM,
-                format!("params.top_k={}: must be >= 0 (0 turns it off)", self.top_k),
-            );
-        }
         check_real(
             "top_p",
             self.top_p,
@@ -97,7 +90,7 @@ impl SamplingParams {
 fn check_real(name: &str, value: f64, ok: bool, rule: &str) -> SvResult<()> {
     if !value.is_finite() || !ok {
         return fail(
-            SV_E_BAD_PARAM,
+            ErrorCode::BadParam,
             format!("params.{name}={value:?}: must be finite and {rule}"),
         );
     }
@@ -109,7 +102,7 @@ pub fn validate_ids(argument: &str, ids: &[i64], v: usize) -> SvResult<()> {
     for (i, &id) in ids.iter().enumerate() {
         if id < 0 || id as u64 >= v as u64 {
             return fail(
-                SV_E_ID_RANGE,
+                ErrorCode::IdRange,
                 format!("{argument}: entry {i} is {id}; ids must be in [0, {v})"),
             );
         }
@@ -120,20 +113,23 @@ pub fn validate_ids(argument: &str, ids: &[i64], v: usize) -> SvResult<()> {
 /// One row of logits: no NaN, no +inf, at least one finite entry.
 pub fn check_logits_row(argument: &str, row: &[f64]) -> SvResult<()> {
     if row.is_empty() {
-        return fail(SV_E_SHAPE, format!("{argument}: must hold V >= 1 logits"));
+        return fail(
+            ErrorCode::Shape,
+            format!("{argument}: must hold V >= 1 logits"),
+        );
     }
     if let Some(i) = row.iter().position(|x| x.is_nan()) {
-        return fail(SV_E_NAN, format!("{argument}: has NaN at id {i}"));
+        return fail(ErrorCode::Nan, format!("{argument}: has NaN at id {i}"));
     }
     if let Some(i) = row.iter().position(|&x| x == f64::INFINITY) {
         return fail(
-            SV_E_NAN,
+            ErrorCode::Nan,
             format!("{argument}: has +inf at id {i}; logits must be finite or -inf"),
         );
     }
     if !row.iter().any(|x| x.is_finite()) {
         return fail(
-            SV_E_NAN,
+            ErrorCode::Nan,
             format!("{argument}: has no finite entry: every token would be banned"),
         );
     }
@@ -144,7 +140,7 @@ pub fn check_logits_row(argument: &str, row: &[f64]) -> SvResult<()> {
 pub fn check_probs(argument: &str, probs: &[f64]) -> SvResult<()> {
     if let Some(i) = probs.iter().position(|x| !x.is_finite() || *x < 0.0) {
         return fail(
-            SV_E_DISTRIBUTION,
+            ErrorCode::Distribution,
             format!(
                 "{argument}: entry {i} is {:?}; probabilities must be finite and >= 0",
                 probs[i]
@@ -153,7 +149,7 @@ pub fn check_probs(argument: &str, probs: &[f64]) -> SvResult<()> {
     }
     if !probs.iter().any(|&x| x > 0.0) {
         return fail(
-            SV_E_DISTRIBUTION,
+            ErrorCode::Distribution,
             format!("{argument}: has no positive entry"),
         );
     }
@@ -205,7 +201,11 @@ fn order_desc(values: &[f64]) -> Vec<usize> {
 /// The penalised logits (CONTRACT.md 2.1): repetition sees `prompt + history` (distinct ids),
 /// presence and frequency see `history`; applied as `reference/sampling.py` applies them.
 /// Ids must already be validated.
+///
+/// Planted bug `bug_penalty_window`: the penalties see only the last 1024 history tokens.
 fn penalised(row: &[f64], p: &SamplingParams, history: &[i64], prompt: &[i64]) -> Vec<f64> {
+    #[cfg(feature = "bug_penalty_window")]
+    let history = &history[history.len().saturating_sub(1024)..];
     let v = row.len();
     let mut out = row.to_vec();
     if p.repetition_penalty != 1.0 {
@@ -238,6 +238,69 @@ fn penalised(row: &[f64], p: &SamplingParams, history: &[i64], prompt: &[i64]) -
     out
 }
 
+/// A finite logit that became +-inf in `step` (a float64 overflow) is `ErrorCode::Nan`
+/// (CONTRACT.md section 2): +inf would make the softmax NaN, -inf would silently ban a token.
+fn check_finite_after(before: &[f64], after: &[f64], step: &str) -> SvResult<()> {
+    match before
+        .iter()
+        .zip(after)
+        .position(|(b, a)| b.is_finite() && !a.is_finite())
+    {
+        Some(t) => fail(
+            ErrorCode::Nan,
+            format!(
+                "logits: the logit {:?} at id {t} overflows float64 {step}",
+                before[t]
+            ),
+        ),
+        None => Ok(()),
+    }
+}
+
+/// Steps 1 and 3 of CONTRACT.md section 2: the penalised logits, divided by the temperature
+/// unless greedy; an overflow in either step is an error.
+fn scaled(
+    logits: &[f64],
+    p: &SamplingParams,
+    history: &[i64],
+    prompt: &[i64],
+) -> SvResult<Vec<f64>> {
+    let penalised = penalised(logits, p, history, prompt);
+    check_finite_after(
+        logits,
+        &penalised,
+        &format!(
+            "under the penalties (repetition_penalty={:?}, presence_penalty={:?}, \
+             frequency_penalty={:?}); use penalties that keep the logits finite",
+            p.repetition_penalty, p.presence_penalty, p.frequency_penalty
+        ),
+    )?;
+    if p.is_greedy() {
+        return Ok(penalised);
+    }
+    let row: Vec<f64> = penalised.iter().map(|x| x / p.temperature).collect();
+    check_finite_after(
+        &penalised,
+        &row,
+        &format!(
+            "when divided by temperature={:?}; use temperature 0 for greedy, or a larger one",
+            p.temperature
+        ),
+    )?;
+    Ok(row)
+}
+
+/// Everything the distribution of an already validated row can still fail on (an overflow),
+/// without computing it: `verify_draft` checks every row before its first draw.
+pub(crate) fn check_scaled(
+    logits: &[f64],
+    p: &SamplingParams,
+    history: &[i64],
+    prompt: &[i64],
+) -> SvResult<()> {
+    scaled(logits, p, history, prompt).map(|_| ())
+}
+
 /// `sampling_distribution(logits, p, history, prompt)`: validates, then computes.
 pub fn sampling_distribution(
     logits: &[f64],
@@ -254,7 +317,7 @@ pub fn sampling_distribution(
 }
 
 /// The distribution for inputs already validated (params, row, ids). Can still fail with
-/// `SV_E_NAN` when no token survives (an overflow in the penalties or the temperature).
+/// `ErrorCode::Nan` when a logit overflows in the penalties or the temperature.
 pub(crate) fn distribution_unchecked(
     logits: &[f64],
     p: &SamplingParams,
@@ -262,23 +325,20 @@ pub(crate) fn distribution_unchecked(
     prompt: &[i64],
 ) -> SvResult<Vec<f64>> {
     let v = logits.len();
-    let mut row = penalised(logits, p, history, prompt);
+    let mut row = scaled(logits, p, history, prompt)?;
     if p.is_greedy() {
         let mut one_hot = vec![0.0; v];
         one_hot[argmax(&row)] = 1.0;
         return Ok(one_hot);
     }
-    for x in row.iter_mut() {
-        *x /= p.temperature;
-    }
-    if p.top_k > 0 && (p.top_k as u64) < v as u64 {
+    if p.top_k > 0 && p.top_k < v {
         let order = order_desc(&row);
-        for &t in &order[p.top_k as usize..] {
+        for &t in &order[p.top_k..] {
             row[t] = f64::NEG_INFINITY;
         }
     }
-    // Non-finite entries (-inf, or +inf from an overflow) get probability 0, as in the
-    // reference; the maximum is over the finite ones.
+    // -inf entries (banned by the input or by top-k) get probability 0; the maximum is over
+    // the finite ones. No +inf is left: `scaled` refused overflows.
     let mut max = f64::NEG_INFINITY;
     let mut any_finite = false;
     for &x in &row {
@@ -290,20 +350,30 @@ pub(crate) fn distribution_unchecked(
         }
     }
     if !any_finite {
-        return fail(SV_E_NAN, "logits: no token survives the filters");
+        return fail(ErrorCode::Nan, "logits: no token survives the filters");
     }
     let e: Vec<f64> = row
         .iter()
         .map(|&x| if x.is_finite() { (x - max).exp() } else { 0.0 })
         .collect();
     let total = sequential_sum(&e);
+    #[allow(unused_mut)] // mutated by the planted bug only
     let mut probs: Vec<f64> = e.iter().map(|&x| x / total).collect();
+    // Planted bug `bug_shared_scratch`: the probabilities go through one global buffer while
+    // the filters run, so concurrent calls read each other's values (a data race).
+    #[cfg(feature = "bug_shared_scratch")]
+    let scratch = scratch::park(&probs);
     let mut keep: Vec<bool> = probs.iter().map(|&x| x > 0.0).collect();
     if p.top_p < 1.0 {
         let mut top_p_keep = vec![false; v];
         let mut running = 0.0;
         for t in order_desc(&probs) {
-            if running >= p.top_p {
+            // Planted bug `bug_top_p_inclusive`: keeps a token while `c <= top_p`.
+            #[cfg(not(feature = "bug_top_p_inclusive"))]
+            let reached = running >= p.top_p;
+            #[cfg(feature = "bug_top_p_inclusive")]
+            let reached = running > p.top_p;
+            if reached {
                 break;
             }
             top_p_keep[t] = true;
@@ -325,6 +395,8 @@ pub(crate) fn distribution_unchecked(
             keep[t] &= x >= threshold;
         }
     }
+    #[cfg(feature = "bug_shared_scratch")]
+    scratch::unpark(scratch, &mut probs);
     // Renormalise only when a token of positive probability was dropped.
     if probs.iter().zip(&keep).any(|(&x, &k)| x > 0.0 && !k) {
         for (x, &k) in probs.iter_mut().zip(&keep) {
@@ -338,6 +410,45 @@ pub(crate) fn distribution_unchecked(
         }
     }
     Ok(probs)
+}
+
+#[cfg(feature = "bug_shared_scratch")]
+mod scratch {
+    //! One process-wide buffer shared by every call: the planted thread-safety bug.
+    use std::ptr::addr_of_mut;
+
+    const SIZE: usize = 1 << 18;
+    static mut SCRATCH: [f64; SIZE] = [0.0; SIZE];
+
+    /// Copies `probs` into the shared buffer; `None` when it does not fit.
+    pub(super) fn park(probs: &[f64]) -> Option<usize> {
+        if probs.len() > SIZE {
+            return None;
+        }
+        // SAFETY: none; racing on this buffer is the planted bug.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                probs.as_ptr(),
+                addr_of_mut!(SCRATCH).cast::<f64>(),
+                probs.len(),
+            )
+        };
+        Some(probs.len())
+    }
+
+    /// Reads the shared buffer back into `probs` (whatever another call left there).
+    pub(super) fn unpark(parked: Option<usize>, probs: &mut [f64]) {
+        if let Some(n) = parked {
+            // SAFETY: none; racing on this buffer is the planted bug.
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    addr_of_mut!(SCRATCH).cast::<f64>(),
+                    probs.as_mut_ptr(),
+                    n,
+                )
+            };
+        }
+    }
 }
 
 /// Inverse CDF with the uniform `u`: the first id with `u < c[id]` (`c` the sequential
@@ -488,29 +599,31 @@ mod tests {
         let code = |r: SvResult<Vec<f64>>| r.unwrap_err().code;
         assert_eq!(
             code(sampling_distribution(&[f64::NAN, 0.0], &p, &[], &[])),
-            SV_E_NAN
+            ErrorCode::Nan
         );
         assert_eq!(
             code(sampling_distribution(&[f64::INFINITY, 0.0], &p, &[], &[])),
-            SV_E_NAN
+            ErrorCode::Nan
         );
         assert_eq!(
             code(sampling_distribution(&[f64::NEG_INFINITY; 2], &p, &[], &[])),
-            SV_E_NAN
+            ErrorCode::Nan
         );
-        assert_eq!(code(sampling_distribution(&[], &p, &[], &[])), SV_E_SHAPE);
+        assert_eq!(
+            code(sampling_distribution(&[], &p, &[], &[])),
+            ErrorCode::Shape
+        );
         assert_eq!(
             code(sampling_distribution(&[0.0, 0.0], &p, &[2], &[])),
-            SV_E_ID_RANGE
+            ErrorCode::IdRange
         );
         assert_eq!(
             code(sampling_distribution(&[0.0, 0.0], &p, &[], &[-1])),
-            SV_E_ID_RANGE
+            ErrorCode::IdRange
         );
         for bad in [
             params(|p| p.temperature = -1.0),
             params(|p| p.temperature = f64::INFINITY),
-            params(|p| p.top_k = -1),
             params(|p| p.top_p = 0.0),
             params(|p| p.top_p = 1.5),
             params(|p| p.min_p = -0.1),
@@ -521,10 +634,135 @@ mod tests {
         ] {
             assert_eq!(
                 code(sampling_distribution(&[0.0], &bad, &[], &[])),
-                SV_E_BAD_PARAM,
+                ErrorCode::BadParam,
                 "{bad:?}"
             );
         }
+    }
+
+    // CONTRACT.md section 5: the pinned ambiguities, as tests/reference/test_contract_pins.py.
+
+    #[test]
+    fn penalties_are_one_subtraction() {
+        // 2 - (2^-53 + 2^-53) = 2 - 2^-52 ties token 0 (argmax 0); two subtractions stay at 2.
+        let tiny = 2f64.powi(-53);
+        let p = SamplingParams {
+            presence_penalty: tiny,
+            frequency_penalty: tiny,
+            ..SamplingParams::greedy()
+        };
+        let d = sampling_distribution(&[2.0 - 2f64.powi(-52), 2.0], &p, &[1], &[]).unwrap();
+        assert_eq!(d, vec![1.0, 0.0]);
+    }
+
+    #[test]
+    fn min_p_judges_the_softmax_not_the_top_p_renormalised_vector() {
+        let row = [0.0, 3.0, 2.0, 1.5];
+        let softmax = sampling_distribution(&row, &SamplingParams::default(), &[], &[]).unwrap();
+        let min_p = softmax[2] / softmax[1]; // token 2 exactly on the boundary: kept
+        let d = sampling_distribution(
+            &row,
+            &params(|p| {
+                p.top_p = 0.8;
+                p.min_p = min_p
+            }),
+            &[],
+            &[],
+        )
+        .unwrap();
+        assert!(
+            d[1] > 0.0 && d[2] > 0.0 && d[0] == 0.0 && d[3] == 0.0,
+            "{d:?}"
+        );
+    }
+
+    #[test]
+    fn no_renormalisation_when_nothing_positive_was_dropped() {
+        let row = [0.0, 1.0, 2.0];
+        let softmax = sampling_distribution(&row, &SamplingParams::default(), &[], &[]).unwrap();
+        let total = sequential_sum(&softmax);
+        assert!(softmax.iter().any(|x| x / total != *x)); // renormalising would change it
+        for p in [params(|p| p.top_p = 0.999), params(|p| p.min_p = 1e-3)] {
+            assert_eq!(sampling_distribution(&row, &p, &[], &[]).unwrap(), softmax);
+        }
+    }
+
+    #[test]
+    fn overflowing_logits_are_an_error() {
+        let cases = [
+            (
+                [1.0, 2.0],
+                params(|p| p.temperature = 1e-310),
+                "temperature",
+            ),
+            (
+                [-1.0, 0.0],
+                params(|p| p.temperature = 1e-310),
+                "temperature",
+            ),
+            (
+                [1e308, 0.0],
+                params(|p| p.presence_penalty = -1e308),
+                "penalties",
+            ),
+            (
+                [-1e308, 0.0],
+                SamplingParams {
+                    repetition_penalty: 10.0,
+                    ..SamplingParams::greedy()
+                },
+                "penalties",
+            ),
+        ];
+        for (row, p, words) in cases {
+            let error = sampling_distribution(&row, &p, &[0], &[]).unwrap_err();
+            assert_eq!(error.code, ErrorCode::Nan);
+            assert!(
+                error.message.contains("overflows float64"),
+                "{}",
+                error.message
+            );
+            assert!(error.message.contains(words) && error.message.contains("id 0"));
+        }
+    }
+
+    #[test]
+    fn penalties_see_the_whole_history() {
+        // Token 0 occurs only at the start of a 1,500-token history: still penalised.
+        let mut history = vec![0i64];
+        history.extend(std::iter::repeat_n(2, 1499));
+        let p = SamplingParams {
+            presence_penalty: 5.0,
+            ..SamplingParams::greedy()
+        };
+        let d = sampling_distribution(&[2.0, 1.0, -10.0], &p, &history, &[]).unwrap();
+        assert_eq!(d, vec![0.0, 1.0, 0.0]);
+    }
+
+    #[test]
+    fn concurrent_calls_give_the_serial_answers() {
+        // Distinct rows on four threads at once: every answer equals the one computed alone.
+        let rows: Vec<Vec<f64>> = (0..4)
+            .map(|k| {
+                (0..4096)
+                    .map(|i| ((i * 7919 + k * 104729) % 997) as f64 / 97.0)
+                    .collect()
+            })
+            .collect();
+        let p = params(|p| p.top_p = 0.9);
+        let serial: Vec<Vec<f64>> = rows
+            .iter()
+            .map(|row| sampling_distribution(row, &p, &[], &[]).unwrap())
+            .collect();
+        std::thread::scope(|scope| {
+            for (row, want) in rows.iter().zip(&serial) {
+                scope.spawn(move || {
+                    for _ in 0..20 {
+                        assert_eq!(&sampling_distribution(row, &p, &[], &[]).unwrap(), want);
+                    }
+                });
+            }
+        });
     }
 
     #[test]

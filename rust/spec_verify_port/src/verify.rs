@@ -3,10 +3,10 @@
 //! Draw order (seed section 2.5): per verified position `u_accept` then `u_resample`, always
 //! both; the bonus is one uniform; greedy draws nothing.
 
-use crate::error::{fail, SvResult, SV_E_DISTRIBUTION, SV_E_SHAPE, SV_E_ZERO_DRAFT_PROB};
+use crate::error::{fail, ErrorCode, SvResult};
 use crate::sampling::{
-    argmax, check_logits_row, distribution_unchecked, sample_with, sequential_sum, validate_ids,
-    SamplingParams,
+    argmax, check_logits_row, check_scaled, distribution_unchecked, sample_with, sequential_sum,
+    validate_ids, SamplingParams,
 };
 
 /// A draft row must sum to 1 within this.
@@ -61,7 +61,7 @@ pub struct Verified {
 fn check_draft_probs(q: &[f64], ids: &[i64], v: usize) -> SvResult<()> {
     if let Some(i) = q.iter().position(|x| !x.is_finite() || *x < 0.0) {
         return fail(
-            SV_E_DISTRIBUTION,
+            ErrorCode::Distribution,
             format!(
                 "draft_probs: entry (row {}, id {}) is {:?}; probabilities must be finite and >= 0",
                 i / v,
@@ -74,7 +74,7 @@ fn check_draft_probs(q: &[f64], ids: &[i64], v: usize) -> SvResult<()> {
         let total = sequential_sum(row);
         if (total - 1.0).abs() > DRAFT_ROW_TOLERANCE {
             return fail(
-                SV_E_DISTRIBUTION,
+                ErrorCode::Distribution,
                 format!(
                     "draft_probs: row {i} sums to {total:?}; each row must sum to 1 within 1e-6"
                 ),
@@ -82,7 +82,7 @@ fn check_draft_probs(q: &[f64], ids: &[i64], v: usize) -> SvResult<()> {
         }
         if row[x as usize] <= 0.0 {
             return fail(
-                SV_E_ZERO_DRAFT_PROB,
+                ErrorCode::ZeroDraftProb,
                 format!(
                     "draft_probs: row {i} gives the drafted token {x} probability 0; a draft can only \
                      propose tokens it could draw"
@@ -116,13 +116,13 @@ where
     p.validate()?;
     let m = draft_ids.len();
     if v == 0 {
-        return fail(SV_E_SHAPE, "V: must be >= 1");
+        return fail(ErrorCode::Shape, "V: must be >= 1");
     }
     match (m + 1).checked_mul(v) {
         Some(n) if n == target_logits.len() => {}
         _ => {
             return fail(
-                SV_E_SHAPE,
+                ErrorCode::Shape,
                 format!(
                     "target_logits: has {} values; it must be (m + 1) * V = ({} + 1) * {v}",
                     target_logits.len(),
@@ -135,7 +135,7 @@ where
         if let Some(q) = draft_probs {
             if q.len() != m * v {
                 return fail(
-                    SV_E_SHAPE,
+                    ErrorCode::Shape,
                     format!(
                         "draft_probs: has {} values; it must be m * V = {m} * {v}",
                         q.len()
@@ -146,7 +146,7 @@ where
     }
     if let Some(i) = target_logits.iter().position(|x| x.is_nan()) {
         return fail(
-            crate::error::SV_E_NAN,
+            ErrorCode::Nan,
             format!("target_logits: has NaN at (row, id) ({}, {})", i / v, i % v),
         );
     }
@@ -160,10 +160,19 @@ where
     if let Some(q) = q_rows {
         check_draft_probs(q, draft_ids, v)?;
     }
-
     let rows: Vec<&[f64]> = target_logits.chunks_exact(v).collect();
-    let mut kept: Vec<i64> = Vec::with_capacity(m + 1);
+    // Row i is only ever computed with history + x_1..x_i: its overflow is known before the
+    // first draw (CONTRACT.md section 3), so a failing call draws nothing.
     let mut seen: Vec<i64> = history.to_vec();
+    for (i, row) in rows.iter().enumerate() {
+        check_scaled(row, p, &seen, prompt)?;
+        if let Some(&x) = draft_ids.get(i) {
+            seen.push(x);
+        }
+    }
+    seen.truncate(history.len());
+
+    let mut kept: Vec<i64> = Vec::with_capacity(m + 1);
     // What the penalties see for row i: history plus the drafts kept so far this round.
     // Planted bug `bug_penalty_ignores_kept`: they see `history` alone.
     let penalty_history = |seen: &Vec<i64>| -> Vec<i64> {
@@ -253,7 +262,6 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::error::{SV_E_BAD_PARAM, SV_E_ID_RANGE, SV_E_NAN};
 
     /// A uniform source that replays `values` and counts draws.
     struct Replay {
@@ -282,6 +290,24 @@ mod tests {
 
     fn greedy_rows() -> Vec<f64> {
         vec![0.0, 1.0, 3.0, 2.0, 1.0, 0.0, 0.0, 5.0, 1.0]
+    }
+
+    #[test]
+    fn every_row_is_checked_before_the_first_draw() {
+        // Row 2 overflows only with the kept drafts [1, 1] in the history (-1e308 * 10): with
+        // u = 0 both drafts would be kept (four draws) before reaching it.
+        let mut target = vec![0.0; 9];
+        target[7] = -1e308;
+        let p = SamplingParams {
+            repetition_penalty: 10.0,
+            ..SamplingParams::default()
+        };
+        let mut rng = Replay::new(&[0.0; 5]);
+        let error =
+            verify_draft(&target, 3, &[1, 1], None, &p, &[], &[], || rng.next()).unwrap_err();
+        assert_eq!(error.code, ErrorCode::Nan);
+        assert!(error.message.contains("penalties"), "{}", error.message);
+        assert_eq!(rng.drawn, 0);
     }
 
     #[test]
@@ -507,7 +533,7 @@ mod tests {
         let t = [0.0; 6];
         assert_eq!(
             code(verify_draft(&t[..3], 3, &[0], None, &p, &[], &[], never)),
-            SV_E_SHAPE
+            ErrorCode::Shape
         );
         assert_eq!(
             code(verify_draft(
@@ -520,36 +546,36 @@ mod tests {
                 &[],
                 never
             )),
-            SV_E_SHAPE
+            ErrorCode::Shape
         );
         assert_eq!(
             code(verify_draft(&t, 3, &[3], None, &p, &[], &[], never)),
-            SV_E_ID_RANGE
+            ErrorCode::IdRange
         );
         assert_eq!(
             code(verify_draft(&t, 3, &[0], None, &p, &[5], &[], never)),
-            SV_E_ID_RANGE
+            ErrorCode::IdRange
         );
         assert_eq!(
             code(verify_draft(&t, 3, &[0], None, &p, &[], &[-1], never)),
-            SV_E_ID_RANGE
+            ErrorCode::IdRange
         );
         let mut nan = t;
         nan[4] = f64::NAN;
         assert_eq!(
             code(verify_draft(&nan, 3, &[0], None, &p, &[], &[], never)),
-            SV_E_NAN
+            ErrorCode::Nan
         );
         // two rules broken: the header's order reports NaN before the id range
         assert_eq!(
             code(verify_draft(&nan, 3, &[9], None, &p, &[], &[], never)),
-            SV_E_NAN
+            ErrorCode::Nan
         );
         let mut inf = t;
         inf[5] = f64::INFINITY;
         assert_eq!(
             code(verify_draft(&inf, 3, &[0], None, &p, &[], &[], never)),
-            SV_E_NAN
+            ErrorCode::Nan
         );
         let banned = [
             0.0,
@@ -561,7 +587,7 @@ mod tests {
         ];
         assert_eq!(
             code(verify_draft(&banned, 3, &[0], None, &p, &[], &[], never)),
-            SV_E_NAN
+            ErrorCode::Nan
         );
         assert_eq!(
             code(verify_draft(
@@ -574,7 +600,7 @@ mod tests {
                 &[],
                 never
             )),
-            SV_E_ZERO_DRAFT_PROB
+            ErrorCode::ZeroDraftProb
         );
         assert_eq!(
             code(verify_draft(
@@ -587,7 +613,7 @@ mod tests {
                 &[],
                 never
             )),
-            SV_E_DISTRIBUTION
+            ErrorCode::Distribution
         );
         assert_eq!(
             code(verify_draft(
@@ -600,12 +626,12 @@ mod tests {
                 &[],
                 never
             )),
-            SV_E_DISTRIBUTION
+            ErrorCode::Distribution
         );
         let bad = SamplingParams { top_p: 0.0, ..p };
         assert_eq!(
             code(verify_draft(&t, 3, &[0], None, &bad, &[], &[], never)),
-            SV_E_BAD_PARAM
+            ErrorCode::BadParam
         );
     }
 
@@ -619,9 +645,9 @@ mod tests {
             &SamplingParams::default(),
             &[],
             &[],
-            || fail(crate::error::SV_E_CALLBACK, "boom"),
+            || fail(ErrorCode::Callback, "boom"),
         )
         .unwrap_err();
-        assert_eq!(err.code, crate::error::SV_E_CALLBACK);
+        assert_eq!(err.code, ErrorCode::Callback);
     }
 }

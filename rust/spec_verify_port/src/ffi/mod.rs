@@ -1,28 +1,28 @@
 //! The C ABI of `spec_verify/spec_verify.h`, version 1.
 //!
 //! Every exported function validates its pointers and lengths, runs the safe core inside
-//! `catch_unwind` (a panic becomes `SV_E_INTERNAL`, never an unwind or abort across the
+//! `catch_unwind` (a panic becomes `ErrorCode::Internal`, never an unwind or abort across the
 //! boundary), records a message for `sv_last_error`, and writes its outputs only on success.
 
 use std::cell::RefCell;
-use std::ffi::{c_char, c_void, CStr, CString};
+use std::ffi::{c_char, c_void, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use crate::error::{
-    fail, status_name, SvError, SvResult, SV_E_BAD_PARAM, SV_E_BUFFER, SV_E_CALLBACK,
-    SV_E_DISTRIBUTION, SV_E_ID_RANGE, SV_E_INTERNAL, SV_E_NULL, SV_E_SHAPE, SV_E_ZERO_DRAFT_PROB,
-    SV_OK,
-};
+use crate::error::{fail, ErrorCode, SvError, SvResult};
 use crate::lookup::{prompt_lookup, validate_lookup};
 use crate::pcg32::{request_rng, Pcg32};
 use crate::sampling::{check_probs, sample_with, sampling_distribution, SamplingParams};
 use crate::verify::{speculative_step, verify_draft};
 
-/// The ABI version this library implements.
-pub const ABI_VERSION: u32 = 1;
+mod params;
 
-/// `sv_sampling_params`.
-pub type SvSamplingParams = SamplingParams;
+pub(crate) use params::SvSamplingParams;
+
+/// The ABI version this library implements.
+pub(crate) const ABI_VERSION: u32 = 1;
+
+/// `SV_OK`: the one status that is no [`ErrorCode`].
+pub(crate) const SV_OK: i32 = 0;
 
 /// `sv_uniform_fn`: the next uniform in `[0, 1)` of the caller's stream.
 pub type SvUniformFn = Option<unsafe extern "C" fn(ctx: *mut c_void) -> f64>;
@@ -43,7 +43,7 @@ fn guard<F: FnOnce() -> SvResult<()>>(body: F) -> i32 {
         Ok(Ok(())) => SV_OK,
         Ok(Err(error)) => {
             set_last_error(&error.message);
-            error.code
+            error.code.status()
         }
         Err(payload) => {
             let what = payload
@@ -54,16 +54,16 @@ fn guard<F: FnOnce() -> SvResult<()>>(body: F) -> i32 {
             set_last_error(&format!(
                 "internal error in the port (a bug, not your input): {what}"
             ));
-            SV_E_INTERNAL
+            ErrorCode::Internal.status()
         }
     }
 }
 
 fn length(name: &str, n: i64) -> SvResult<usize> {
     if n < 0 {
-        return fail(SV_E_SHAPE, format!("{name}={n}: must be >= 0"));
+        return fail(ErrorCode::Shape, format!("{name}={n}: must be >= 0"));
     }
-    usize::try_from(n).map_err(|_| SvError::new(SV_E_SHAPE, format!("{name}={n}: too large")))
+    usize::try_from(n).map_err(|_| SvError::new(ErrorCode::Shape, format!("{name}={n}: too large")))
 }
 
 fn check_array<T>(name: &str, ptr: *const T, n: usize) -> SvResult<()> {
@@ -72,20 +72,20 @@ fn check_array<T>(name: &str, ptr: *const T, n: usize) -> SvResult<()> {
     }
     if ptr.is_null() {
         return fail(
-            SV_E_NULL,
+            ErrorCode::Null,
             format!("{name}: is NULL but must hold {n} values"),
         );
     }
     if (ptr as usize) & (std::mem::align_of::<T>() - 1) != 0 {
         return fail(
-            SV_E_SHAPE,
+            ErrorCode::Shape,
             format!("{name}: pointer is not aligned for its element type"),
         );
     }
     match n.checked_mul(std::mem::size_of::<T>()) {
         Some(bytes) if bytes <= isize::MAX as usize => Ok(()),
         _ => fail(
-            SV_E_SHAPE,
+            ErrorCode::Shape,
             format!("{name}: {n} values do not fit in memory"),
         ),
     }
@@ -121,7 +121,10 @@ unsafe fn out_ref<'a, T>(name: &str, ptr: *mut T) -> SvResult<&'a mut T> {
 
 fn check_uniform(name: &str, u: f64) -> SvResult<()> {
     if !(0.0..1.0).contains(&u) {
-        return fail(SV_E_BAD_PARAM, format!("{name}={u:?}: must be in [0, 1)"));
+        return fail(
+            ErrorCode::BadParam,
+            format!("{name}={u:?}: must be in [0, 1)"),
+        );
     }
     Ok(())
 }
@@ -141,27 +144,12 @@ pub extern "C" fn sv_last_error() -> *const c_char {
 /// `const char* sv_status_name(int32_t status)`.
 #[no_mangle]
 pub extern "C" fn sv_status_name(status: i32) -> *const c_char {
-    const NAMES: [(i32, &CStr); 11] = [
-        (SV_OK, c"SV_OK"),
-        (crate::error::SV_E_SHAPE, c"SV_E_SHAPE"),
-        (crate::error::SV_E_ID_RANGE, c"SV_E_ID_RANGE"),
-        (crate::error::SV_E_NAN, c"SV_E_NAN"),
-        (crate::error::SV_E_ZERO_DRAFT_PROB, c"SV_E_ZERO_DRAFT_PROB"),
-        (crate::error::SV_E_BAD_PARAM, c"SV_E_BAD_PARAM"),
-        (crate::error::SV_E_BUFFER, c"SV_E_BUFFER"),
-        (crate::error::SV_E_CALLBACK, c"SV_E_CALLBACK"),
-        (crate::error::SV_E_DISTRIBUTION, c"SV_E_DISTRIBUTION"),
-        (crate::error::SV_E_NULL, c"SV_E_NULL"),
-        (crate::error::SV_E_INTERNAL, c"SV_E_INTERNAL"),
-    ];
-    debug_assert!(NAMES
-        .iter()
-        .all(|(c, n)| status_name(*c).as_bytes() == n.to_bytes()));
-    NAMES
-        .iter()
-        .find(|(c, _)| *c == status)
-        .map_or(c"SV_E_UNKNOWN", |(_, n)| n)
-        .as_ptr()
+    let name = match ErrorCode::try_from(status) {
+        Ok(code) => code.name(),
+        Err(SV_OK) => c"SV_OK",
+        Err(_) => c"SV_E_UNKNOWN",
+    };
+    name.as_ptr()
 }
 
 /// `int32_t sv_pcg32_u32(uint64_t initstate, uint64_t initseq, int64_t n, uint32_t* out)`.
@@ -221,14 +209,14 @@ pub unsafe extern "C" fn sv_sampling_distribution(
     guard(|| {
         let v = length("V", v)?;
         if v == 0 {
-            return fail(SV_E_SHAPE, "V=0: must be >= 1");
+            return fail(ErrorCode::Shape, "V=0: must be >= 1");
         }
         let logits = input("logits", logits, v)?;
-        let params = *out_ref("params", params as *mut SvSamplingParams)?;
+        let raw = *out_ref("params", params as *mut SvSamplingParams)?;
         let history = input("history", history, length("n_history", n_history)?)?;
         let prompt = input("prompt", prompt, length("n_prompt", n_prompt)?)?;
         let out = output("out_probs", out_probs, v)?;
-        params.validate()?;
+        let params = SamplingParams::try_from(&raw)?;
         let probs = sampling_distribution(logits, &params, history, prompt)?;
         out.copy_from_slice(&probs);
         Ok(())
@@ -244,7 +232,7 @@ pub unsafe extern "C" fn sv_sample(dist: *const f64, v: i64, u: f64, out_id: *mu
     guard(|| {
         let v = length("V", v)?;
         if v == 0 {
-            return fail(SV_E_SHAPE, "V=0: must be >= 1");
+            return fail(ErrorCode::Shape, "V=0: must be >= 1");
         }
         let dist = input("dist", dist, v)?;
         let out_id = out_ref("out_id", out_id)?;
@@ -273,7 +261,7 @@ pub unsafe extern "C" fn sv_speculative_step(
     guard(|| {
         let v = length("V", v)?;
         if v == 0 {
-            return fail(SV_E_SHAPE, "V=0: must be >= 1");
+            return fail(ErrorCode::Shape, "V=0: must be >= 1");
         }
         let p = input("p", p, v)?;
         let q = input("q", q, v)?;
@@ -282,12 +270,12 @@ pub unsafe extern "C" fn sv_speculative_step(
         check_uniform("u_accept", u_accept)?;
         check_uniform("u_resample", u_resample)?;
         if x < 0 || x as u64 >= v as u64 {
-            return fail(SV_E_ID_RANGE, format!("x={x}: must be in [0, {v})"));
+            return fail(ErrorCode::IdRange, format!("x={x}: must be in [0, {v})"));
         }
         check_probs("p", p)?;
         if let Some(i) = q.iter().position(|t| !t.is_finite() || *t < 0.0) {
             return fail(
-                SV_E_DISTRIBUTION,
+                ErrorCode::Distribution,
                 format!(
                     "q: entry {i} is {:?}; probabilities must be finite and >= 0",
                     q[i]
@@ -296,7 +284,7 @@ pub unsafe extern "C" fn sv_speculative_step(
         }
         if q[x as usize] <= 0.0 {
             return fail(
-                SV_E_ZERO_DRAFT_PROB,
+                ErrorCode::ZeroDraftProb,
                 format!("q: gives the drafted token {x} probability 0"),
             );
         }
@@ -336,21 +324,21 @@ pub unsafe extern "C" fn sv_verify_draft(
         let m = length("m", m)?;
         let v = length("V", v)?;
         if v == 0 {
-            return fail(SV_E_SHAPE, "V=0: must be >= 1");
+            return fail(ErrorCode::Shape, "V=0: must be >= 1");
         }
         let rows = m
             .checked_add(1)
             .and_then(|r| r.checked_mul(v))
             .ok_or_else(|| {
                 SvError::new(
-                    SV_E_SHAPE,
+                    ErrorCode::Shape,
                     format!("(m + 1) * V overflows for m={m}, V={v}"),
                 )
             })?;
         let target_logits = input("target_logits", target_logits, rows)?;
         let draft_ids = input("draft_ids", draft_ids, m)?;
-        let params = *out_ref("params", params as *mut SvSamplingParams)?;
-        let draft_probs = if draft_probs.is_null() || params.is_greedy() {
+        let raw = *out_ref("params", params as *mut SvSamplingParams)?;
+        let draft_probs = if draft_probs.is_null() || raw.temperature == 0.0 {
             None
         } else {
             Some(input("draft_probs", draft_probs, m * v)?)
@@ -361,10 +349,10 @@ pub unsafe extern "C" fn sv_verify_draft(
         let out_n_emitted = out_ref("out_n_emitted", out_n_emitted)?;
         let out_n_accepted = out_ref("out_n_accepted", out_n_accepted)?;
         let out_ids = output("out_ids", out_ids, capacity)?;
-        params.validate()?;
+        let params = SamplingParams::try_from(&raw)?;
         if capacity < m + 1 {
             return fail(
-                SV_E_BUFFER,
+                ErrorCode::Buffer,
                 format!("out_capacity={capacity}: must be >= m + 1 = {}", m + 1),
             );
         }
@@ -383,7 +371,7 @@ pub unsafe extern "C" fn sv_verify_draft(
                         Ok(u)
                     } else {
                         fail(
-                            SV_E_CALLBACK,
+                            ErrorCode::Callback,
                             format!("uniform: returned {u:?}; uniforms must be in [0, 1)"),
                         )
                     }
@@ -437,7 +425,7 @@ pub unsafe extern "C" fn sv_prompt_lookup(
         let needed = k.min(n_ctx);
         if capacity < needed {
             return fail(
-                SV_E_BUFFER,
+                ErrorCode::Buffer,
                 format!("out_capacity={capacity}: must be >= min(k, n_ctx) = {needed}"),
             );
         }
@@ -453,6 +441,7 @@ pub unsafe extern "C" fn sv_prompt_lookup(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::ffi::CStr;
 
     fn last_error() -> String {
         unsafe { CStr::from_ptr(sv_last_error()) }
@@ -470,26 +459,20 @@ mod tests {
                 .to_string()
         };
         assert_eq!(name(SV_OK), "SV_OK");
-        assert_eq!(name(SV_E_BUFFER), "SV_E_BUFFER");
+        assert_eq!(name(ErrorCode::Buffer.status()), "SV_E_BUFFER");
         assert_eq!(name(12345), "SV_E_UNKNOWN");
-        for (code, n) in crate::error::STATUS_NAMES {
-            assert_eq!(name(code), n);
+        for code in ErrorCode::ALL {
+            assert_eq!(name(code.status()), code.to_string());
         }
     }
 
     #[test]
     fn panics_become_internal_errors() {
         let status = guard(|| panic!("planted panic"));
-        assert_eq!(status, SV_E_INTERNAL);
+        assert_eq!(status, ErrorCode::Internal.status());
         assert!(last_error().contains("planted panic"), "{}", last_error());
         assert_eq!(guard(|| Ok(())), SV_OK);
         assert_eq!(last_error(), "");
-    }
-
-    #[test]
-    fn params_layout() {
-        assert_eq!(std::mem::size_of::<SvSamplingParams>(), 56);
-        assert_eq!(std::mem::align_of::<SvSamplingParams>(), 8);
     }
 
     #[test]
@@ -514,11 +497,11 @@ mod tests {
         );
         assert_eq!(
             unsafe { sv_pcg32_uniforms(42, 54, -1, us.as_mut_ptr()) },
-            SV_E_SHAPE
+            ErrorCode::Shape.status()
         );
         assert_eq!(
             unsafe { sv_pcg32_uniforms(42, 54, 3, std::ptr::null_mut()) },
-            SV_E_NULL
+            ErrorCode::Null.status()
         );
         assert!(last_error().contains("out"), "{}", last_error());
     }
@@ -592,7 +575,7 @@ mod tests {
                 3,
                 &[1],
                 Some(&q),
-                &SamplingParams::default(),
+                &SvSamplingParams::from(&SamplingParams::default()),
                 Some(replay),
                 ctx,
                 0,
@@ -606,7 +589,7 @@ mod tests {
     #[test]
     fn verify_greedy_hand_example() {
         let rows = [0.0, 1.0, 3.0, 2.0, 1.0, 0.0, 0.0, 5.0, 1.0];
-        let g = SamplingParams::greedy();
+        let g = SvSamplingParams::from(&SamplingParams::greedy());
         let (status, ids, accepted) = unsafe {
             verify(
                 &rows,
@@ -628,7 +611,7 @@ mod tests {
         // uniform == NULL draws request_rng(seed); replaying the same uniforms gives the same ids.
         let logits: Vec<f64> = (0..4 * 5).map(|i| ((i * 7919) % 13) as f64 / 3.0).collect();
         let ids = [1i64, 3, 0];
-        let p = SamplingParams::default();
+        let p = SvSamplingParams::from(&SamplingParams::default());
         for seed in 0..50u64 {
             let mut us = vec![0.0; 16];
             unsafe { sv_pcg32_uniforms(seed, 54, 16, us.as_mut_ptr()) };
@@ -659,10 +642,10 @@ mod tests {
     #[test]
     fn verify_errors() {
         let t = [0.0; 6];
-        let p = SamplingParams::default();
+        let p = SvSamplingParams::from(&SamplingParams::default());
         let null = std::ptr::null_mut();
         let (status, _, _) = unsafe { verify(&t, 3, &[0], None, &p, None, null, 0, 1) };
-        assert_eq!(status, SV_E_BUFFER);
+        assert_eq!(status, ErrorCode::Buffer.status());
         assert!(last_error().contains("out_capacity"), "{}", last_error());
         // a callback out of [0, 1) fails the call
         let mut rng = Replay {
@@ -671,21 +654,21 @@ mod tests {
         };
         let ctx = &mut rng as *mut Replay as *mut c_void;
         let (status, _, _) = unsafe { verify(&t, 3, &[0], None, &p, Some(replay), ctx, 0, 2) };
-        assert_eq!(status, SV_E_CALLBACK);
+        assert_eq!(status, ErrorCode::Callback.status());
         let mut rng = Replay {
             values: vec![f64::NAN],
             drawn: 0,
         };
         let ctx = &mut rng as *mut Replay as *mut c_void;
         let (status, _, _) = unsafe { verify(&t, 3, &[0], None, &p, Some(replay), ctx, 0, 2) };
-        assert_eq!(status, SV_E_CALLBACK);
+        assert_eq!(status, ErrorCode::Callback.status());
         // bad params
-        let bad = SamplingParams {
+        let bad = SvSamplingParams {
             temperature: -1.0,
             ..p
         };
         let (status, _, _) = unsafe { verify(&t, 3, &[0], None, &bad, None, null, 0, 2) };
-        assert_eq!(status, SV_E_BAD_PARAM);
+        assert_eq!(status, ErrorCode::BadParam.status());
         // NULL params and outputs
         let mut out = [0i64; 2];
         let (mut a, mut b) = (0i64, 0i64);
@@ -710,7 +693,7 @@ mod tests {
                 &mut b,
             )
         };
-        assert_eq!(status, SV_E_NULL);
+        assert_eq!(status, ErrorCode::Null.status());
         let status = unsafe {
             sv_verify_draft(
                 t.as_ptr(),
@@ -732,7 +715,7 @@ mod tests {
                 &mut b,
             )
         };
-        assert_eq!(status, SV_E_SHAPE);
+        assert_eq!(status, ErrorCode::Shape.status());
         // success clears the message
         let (status, _, _) = unsafe { verify(&t, 3, &[0], None, &p, None, null, 0, 2) };
         assert_eq!(status, SV_OK);
@@ -743,7 +726,7 @@ mod tests {
     fn sampling_distribution_through_the_abi() {
         let logits = [0.0, 1.0, 1.0];
         let mut out = [9.0; 3];
-        let g = SamplingParams::greedy();
+        let g = SvSamplingParams::from(&SamplingParams::greedy());
         let history = [2i64];
         let status = unsafe {
             sv_sampling_distribution(
@@ -772,7 +755,7 @@ mod tests {
                 out.as_mut_ptr(),
             )
         };
-        assert_eq!(status, SV_E_ID_RANGE);
+        assert_eq!(status, ErrorCode::IdRange.status());
         assert!(last_error().contains("history"));
     }
 
@@ -786,11 +769,11 @@ mod tests {
         assert_eq!(id, 2);
         assert_eq!(
             unsafe { sv_sample([0.5, 0.5].as_ptr(), 2, 1.0, &mut id) },
-            SV_E_BAD_PARAM
+            ErrorCode::BadParam.status()
         );
         assert_eq!(
             unsafe { sv_sample([0.0, 0.0].as_ptr(), 2, 0.5, &mut id) },
-            SV_E_DISTRIBUTION
+            ErrorCode::Distribution.status()
         );
         let (mut token, mut accepted) = (-1i64, -1i32);
         let p = [0.5, 0.25, 0.25];
@@ -834,7 +817,7 @@ mod tests {
                 &mut accepted,
             )
         };
-        assert_eq!(status, SV_E_ZERO_DRAFT_PROB);
+        assert_eq!(status, ErrorCode::ZeroDraftProb.status());
     }
 
     #[test]
@@ -847,10 +830,10 @@ mod tests {
         assert_eq!((status, n, out), (SV_OK, 3, [3, 9, 1]));
         let status =
             unsafe { sv_prompt_lookup(ctx.as_ptr(), 6, 3, 3, 1, out.as_mut_ptr(), 2, &mut n) };
-        assert_eq!(status, SV_E_BUFFER);
+        assert_eq!(status, ErrorCode::Buffer.status());
         let status =
             unsafe { sv_prompt_lookup(ctx.as_ptr(), 6, -1, 3, 1, out.as_mut_ptr(), 3, &mut n) };
-        assert_eq!(status, SV_E_BAD_PARAM);
+        assert_eq!(status, ErrorCode::BadParam.status());
         let status = unsafe {
             sv_prompt_lookup(
                 std::ptr::null(),
@@ -901,10 +884,8 @@ mod tests {
                 functions.push(name);
             }
         }
-        let expected: Vec<(i32, String)> = crate::error::STATUS_NAMES
-            .iter()
-            .map(|(c, n)| (*c, n.to_string()))
-            .collect();
+        let mut expected = vec![(SV_OK, "SV_OK".to_string())];
+        expected.extend(ErrorCode::ALL.map(|code| (code.status(), code.to_string())));
         assert_eq!(codes, expected);
         functions.sort();
         let mut exported = vec![
