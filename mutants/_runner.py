@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import marshal
 import os
 import py_compile
 import secrets
@@ -25,7 +24,7 @@ import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import CodeType, TracebackType
+from types import TracebackType
 from typing import IO, Any
 
 from spec_verify.errors import SpecVerifyError
@@ -34,7 +33,7 @@ __all__ = ["RunFailure", "RunOutcome", "RunPool", "RunRequest", "WorkerError"]
 
 # Folders a suite's copy leaves out: caches and databases of earlier runs.
 _IGNORED = ("__pycache__", ".pytest_cache", ".hypothesis", ".git", ".mypy_cache", ".ruff_cache")
-_OUTPUT_TAIL = 6000
+_OUTPUT_TAIL = 20000
 
 
 class WorkerError(SpecVerifyError):
@@ -67,8 +66,7 @@ class RunOutcome:
         durations: seconds per test (setup + call + teardown).
         output: the tail of the run's standard output and error.
         wrote: files the suite created or changed in its copy, home or temporary folder.
-        modules: the modules the run had imported at the end, its own and the reference's
-            left out (the grader preloads them for later runs).
+        ran: node ids of the tests that reported, in the order they ran.
     """
 
     kind: str
@@ -83,7 +81,7 @@ class RunOutcome:
     durations: Mapping[str, float] = field(default_factory=dict)
     output: str = ""
     wrote: tuple[str, ...] = ()
-    modules: tuple[str, ...] = ()
+    ran: tuple[str, ...] = ()
 
     @property
     def passed_cleanly(self) -> bool:
@@ -99,6 +97,9 @@ def worker_environment() -> dict[str, str]:
         "PYTHONHASHSEED": "0",  # forked runs share it: fixed, so set order is reproducible
         "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
         "PYTHONUNBUFFERED": "1",
+        # No bytecode is written by any run (pytest's rewrite cache included): a cache whose
+        # files or times one run leaves and another reads would tell runs apart.
+        "PYTHONDONTWRITEBYTECODE": "1",
     })
     env.pop("PYTHONSTARTUP", None)
     return env
@@ -170,34 +171,25 @@ def _failures(items: Any) -> tuple[RunFailure, ...]:
 
 @dataclass(frozen=True)
 class RunRequest:
-    """One run: the reference tree, pytest's arguments, a time limit, an optional test order
-    (node ids, first to last) and an optional selection replacing the pool's."""
+    """One run: the reference tree, pytest's arguments, a time limit and an optional selection
+    (pytest arguments relative to the suite's copy) replacing the pool's.
+
+    Nothing else varies between runs: the grader gives every run (clean, decoy, canary,
+    mutant, confirmation) the same arguments, so a run's request differs only in the
+    reference's text and, for confirmations, in which tests are selected.
+    """
 
     sources: Mapping[str, str]
     args: Sequence[str]
     timeout: float
-    order: Sequence[str] | None = None
     select: Sequence[str] | None = None
-    watch_files: bool = False  # list what the suite wrote (``RunOutcome.wrote``)
-    share_bytecode: bool = False  # later runs reuse the suite's rewritten bytecode
-
-
-def _retarget(code: CodeType, old: str, new: str) -> CodeType:
-    """``code`` (and the code nested in it) compiled at ``old`` as if compiled at ``new``."""
-    filename = code.co_filename
-    if filename.startswith(old):
-        filename = new + filename[len(old):]
-    consts = tuple(_retarget(c, old, new) if isinstance(c, CodeType) else c
-                   for c in code.co_consts)
-    return code.replace(co_filename=filename, co_consts=consts)
 
 
 @dataclass(frozen=True)
 class _Prepared:
     run: Path
     job: dict[str, Any]
-    before: Mapping[str, tuple[int, int]] | None
-    share_bytecode: bool
+    before: Mapping[str, tuple[int, int]]
 
 
 class RunPool:
@@ -214,22 +206,15 @@ class RunPool:
 
     def __init__(self, suite: Path, select: Sequence[str] = ()) -> None:
         self.suite = suite.resolve()
-        if self.suite.is_file():
-            self.suite_name = self.suite.parent.name or "suite"
-            self.select = tuple(select) or (self.suite.name,)
-        else:
-            self.suite_name = self.suite.name or "suite"
-            self.select = tuple(select) or (".",)
+        self.folder = self.suite.parent if self.suite.is_file() else self.suite
+        self.suite_name = self.folder.name or "suite"
+        self.select = tuple(select) or ((self.suite.name,) if self.suite.is_file() else (".",))
         self.root: Path | None = None
         self._worker: subprocess.Popen[bytes] | None = None
         self._log: IO[bytes] | None = None
         self._runs: dict[str, _Prepared] = {}
         self._finished: list[Path] = []
         self._pyc: dict[str, bytes] = {}  # sha256 of (file name, source) -> hash-checked pyc
-        # pytest's rewritten bytecode of the suite from one run: (its copy's path, relative
-        # pyc path -> bytes). pytest checks a pyc against its source's size and mtime, which
-        # the copies keep; the code's file names are moved to each run's copy.
-        self._bytecode: tuple[str, dict[str, bytes]] | None = None
 
     def __enter__(self) -> RunPool:
         self.root = Path(tempfile.mkdtemp(prefix="spec-verify-grade-", dir=scratch_dir()))
@@ -268,10 +253,6 @@ class RunPool:
         self._runs.clear()
         self._finished.clear()
         self._pyc.clear()
-
-    def preload(self, modules: Sequence[str]) -> None:
-        """Have the worker import ``modules`` now, so that later runs start with them."""
-        self._send({"preload": list(modules)})
 
     def _send(self, message: Mapping[str, Any]) -> None:
         if self._worker is None or self._worker.stdin is None or self.root is None:
@@ -324,30 +305,6 @@ class RunPool:
         self._runs[token] = prepared
         return token
 
-    def _harvest_bytecode(self, run: Path) -> None:
-        copy = run / self.suite_name
-        found: dict[str, bytes] = {}
-        for pyc in copy.rglob("__pycache__/*-pytest-*.pyc"):
-            with contextlib.suppress(OSError):
-                found[pyc.relative_to(copy).as_posix()] = pyc.read_bytes()
-        self._bytecode = (str(copy), found)
-
-    def _plant_bytecode(self, copy: Path) -> None:
-        if self._bytecode is None:
-            return
-        old, found = self._bytecode
-        for relative, data in found.items():
-            target = copy / relative
-            if not target.parent.parent.is_dir():
-                continue
-            try:
-                code = marshal.loads(data[16:])
-                moved = data[:16] + marshal.dumps(_retarget(code, old, str(copy)))
-            except (ValueError, EOFError, TypeError):
-                continue  # not a pyc we understand: pytest will rewrite the module itself
-            target.parent.mkdir(exist_ok=True)
-            target.write_bytes(moved)
-
     def _prepare(self, request: RunRequest) -> _Prepared:
         """Build the run's folder (the worker is not told yet)."""
         sources = request.sources
@@ -356,28 +313,18 @@ class RunPool:
         run = Path(tempfile.mkdtemp(prefix="run-", dir=self.root))
         self._write_reference(sources, run / "lib" / "reference")
         copy = run / self.suite_name
-        if self.suite.is_dir():
-            # Links are copied as their targets: writing through a link must not reach
-            # outside the run's folder.
-            shutil.copytree(self.suite, copy, ignore=shutil.ignore_patterns(*_IGNORED),
-                            ignore_dangling_symlinks=True)
-        else:
-            copy.mkdir()
-            shutil.copy2(self.suite, copy / self.suite.name)
-            conftest = self.suite.parent / "conftest.py"
-            if conftest.is_file():
-                shutil.copy2(conftest, copy / "conftest.py")
+        # Links are copied as their targets: writing through a link must not reach outside
+        # the run's folder. A single test file brings its whole folder (helpers, conftest).
+        shutil.copytree(self.folder, copy, ignore=shutil.ignore_patterns(*_IGNORED),
+                        ignore_dangling_symlinks=True)
         for name in ("home", "tmp"):
             (run / name).mkdir()
         (run / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
-        self._plant_bytecode(copy)
-        before = _snapshot(copy, run / "home", run / "tmp") if request.watch_files else None
+        before = _snapshot(copy, run / "home", run / "tmp")
         select = self.select if request.select is None else tuple(request.select)
         job = {"token": secrets.token_hex(8), "run_dir": str(run), "suite_name": self.suite_name,
-               "args": [*request.args, *select], "timeout": request.timeout,
-               "order": list(request.order) if request.order else None,
-               "share_bytecode": request.share_bytecode}
-        return _Prepared(run, job, before, request.share_bytecode)
+               "args": [*request.args, *select], "timeout": request.timeout}
+        return _Prepared(run, job, before)
 
     def next_done(self, keep: bool = False) -> tuple[str, RunOutcome]:
         """Block until a run ends; its token and outcome. The run's folder is deleted, or
@@ -393,8 +340,6 @@ class RunPool:
         prepared = self._runs.pop(token)
         run = prepared.run
         outcome = self._outcome(run, prepared.before, reply)
-        if prepared.share_bytecode:
-            self._harvest_bytecode(run)
         if keep:
             self._finished.append(run)
         else:
@@ -406,12 +351,10 @@ class RunPool:
         while self._finished:
             _remove(self._finished.pop())
 
-    def _outcome(self, run: Path, before: Mapping[str, tuple[int, int]] | None,
+    def _outcome(self, run: Path, before: Mapping[str, tuple[int, int]],
                  reply: Mapping[str, Any]) -> RunOutcome:
-        wrote: tuple[str, ...] = ()
-        if before is not None:
-            after = _snapshot(run / self.suite_name, run / "home", run / "tmp")
-            wrote = tuple(sorted(p for p, v in after.items() if before.get(p) != v))
+        after = _snapshot(run / self.suite_name, run / "home", run / "tmp")
+        wrote = tuple(sorted(p for p, v in after.items() if before.get(p) != v))
         data = _parse(run / "outcome.json") or {}
         output = _read_text(run / "output.txt", _OUTPUT_TAIL)
         durations = data.get("durations", {})
@@ -428,7 +371,8 @@ class RunPool:
             durations={str(k): float(v) for k, v in durations.items()}
             if isinstance(durations, dict) else {},
             output=output, wrote=wrote,
-            modules=tuple(str(m) for m in data.get("modules", []) if isinstance(m, str)),
+            ran=tuple(str(k) for k in durations) if isinstance(durations, dict) else (),
+
         )
 
     def run_all(self, jobs: int, runs: Sequence[RunRequest]) -> Iterator[tuple[int, RunOutcome]]:

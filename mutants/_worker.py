@@ -14,9 +14,11 @@ line on standard input and forks a child for it. The child, and only the child:
   run's copy of the reference source (``<run>/lib/reference``);
 - runs ``pytest.main`` with a recorder plugin, writes ``<run>/outcome.json`` and exits.
 
-Speed: each child starts warm (preloaded libraries, a frozen heap, a premade pytest config,
-pytest's rewritten bytecode of the suite from the first run), so a run costs pytest's session
-and the tests, not an interpreter start (``benchmarks/bench_grade.py``).
+Speed: each child starts warm (a fixed list of preloaded libraries, a frozen heap, a premade
+pytest config), so a run costs pytest's session and the tests, not an interpreter start
+(``benchmarks/bench_grade.py``). Every child starts from the same state: nothing is preloaded
+or cached because of an earlier run, and no run writes bytecode, so no run is faster or sees
+more than another for having come later.
 
 The worker never learns which reference a run gets: a job names only a run folder (a random
 temporary path), pytest's arguments and a time limit, and the grader shuffles the runs. The
@@ -46,11 +48,12 @@ from typing import Any
 __all__ = ["main"]
 
 PACKAGE = "spec_verify.reference"
-# Libraries imported once in the worker so that each forked run starts warm (pytest would
-# otherwise rewrite hypothesis's plugin modules in every run). After the clean run the grader
-# asks for the modules that run imported too (``{"preload": [...]}``); an import that would
-# pull in the reference is rolled back, so every run imports the reference from its own copy.
+# Libraries imported once in the worker, before any run, so that each forked run starts warm
+# (pytest would otherwise rewrite hypothesis's plugin modules in every run). The list is fixed:
+# what a run finds already imported never depends on earlier runs.
 _PRELOAD = ("numpy", "pytest", "hypothesis", "_hypothesis_pytestplugin")
+_MESSAGE_LIMIT = 10000  # a failure's message, whole unless enormous
+_DETAILS_LIMIT = 20000  # its traceback
 _INTERNAL_ERROR = 70  # the child's own setup failed (EX_SOFTWARE): the grader reports it
 
 
@@ -78,8 +81,7 @@ class _ReferenceFinder(importlib.machinery.PathFinder):
 class _Recorder:
     """A pytest plugin: test order, outcomes, first failures, durations, session end."""
 
-    def __init__(self, order: Sequence[str] | None) -> None:
-        self.rank = {nodeid: i for i, nodeid in enumerate(order or ())}
+    def __init__(self) -> None:
         self.collected = 0
         self.passed = 0
         self.skipped = 0
@@ -87,13 +89,6 @@ class _Recorder:
         self.errors: list[dict[str, str]] = []
         self.durations: dict[str, float] = {}
         self.finished = False
-        self.modules: list[str] = []
-
-    def pytest_collection_modifyitems(self, items: list[Any]) -> None:
-        if self.rank:  # the grader's order (fastest clean tests first); unknown tests last
-            last = len(self.rank)
-            order = {id(item): i for i, item in enumerate(items)}
-            items.sort(key=lambda item: (self.rank.get(item.nodeid, last), order[id(item)]))
 
     def pytest_collection_finish(self, session: Any) -> None:
         self.collected = len(session.items)
@@ -107,7 +102,7 @@ class _Recorder:
         if report.failed:
             self.failures.append({
                 "test": report.nodeid, "when": report.when, "message": _message(report),
-                "details": _tail(getattr(report, "longreprtext", "") or "", 4000),
+                "details": _tail(getattr(report, "longreprtext", "") or "", _DETAILS_LIMIT),
             })
         elif report.when == "call" and report.passed:
             self.passed += 1
@@ -116,18 +111,12 @@ class _Recorder:
 
     def pytest_sessionfinish(self) -> None:
         self.finished = True
-        run = os.path.dirname(os.getcwd())
-        self.modules = [
-            name for name, module in list(sys.modules.items())
-            if name != "__main__" and not _is_reference(name)
-            and not str(getattr(module, "__file__", None) or "").startswith(run + os.sep)
-        ]
 
     def as_json(self, exit_code: int) -> dict[str, Any]:
         return {
             "exit_code": exit_code, "finished": self.finished, "collected": self.collected,
             "passed": self.passed, "skipped": self.skipped, "failures": self.failures,
-            "errors": self.errors, "durations": self.durations, "modules": self.modules,
+            "errors": self.errors, "durations": self.durations,
         }
 
 
@@ -135,9 +124,9 @@ def _message(report: Any) -> str:
     crash: Any = getattr(getattr(report, "longrepr", None), "reprcrash", None)
     message = str(getattr(crash, "message", "") or "")
     if message:
-        return _tail(message, 500)
+        return _tail(message, _MESSAGE_LIMIT)
     text = (getattr(report, "longreprtext", "") or "").strip().splitlines()
-    return _tail(text[-1] if text else "", 500)
+    return _tail(text[-1] if text else "", _MESSAGE_LIMIT)
 
 
 def _tail(text: str, limit: int) -> str:
@@ -161,6 +150,7 @@ def _run_child(job: dict[str, Any]) -> int:
     import tempfile
 
     tempfile.tempdir = None  # recomputed from TMPDIR on first use
+    sys.dont_write_bytecode = True  # pytest's rewrite cache too: nothing a later run can read
     sys.argv = [os.path.join(os.path.dirname(_import("pytest").__file__), "__main__.py")]
     sys.path[0] = str(cwd)  # as ``python -m pytest`` run from the suite's folder
     if any(_is_reference(name) for name in sys.modules):
@@ -181,54 +171,13 @@ def _run_child(job: dict[str, Any]) -> int:
     numpy = sys.modules.get("numpy")
     if numpy is not None:
         numpy.random.seed(0)
-    recorder = _Recorder(job.get("order"))
-    rewrites = _recording_rewrites(str(cwd)) if job.get("share_bytecode") else None
+    recorder = _Recorder()
     _use_premade_config(job.get("premade"))
     code = int(_import("pytest").main(list(job["args"]), plugins=[recorder]))
-    if rewrites is not None:
-        _write_rewrites(rewrites)
     text = json.dumps(recorder.as_json(code))
     with open(run / "outcome.json", "w", encoding="utf-8") as handle:
         handle.write(text)
     return code
-
-
-def _recording_rewrites(copy: str) -> list[tuple[Path, bytes, Any]]:
-    """Record pytest's assertion rewrites of the suite's files during this run.
-
-    pytest caches them as pycs only when bytecode may be written; the grader wants them in
-    any case (later runs reuse them, file names moved to their own copy), so they are kept
-    here and written into the run's copy afterwards. Private pytest API: when it is missing,
-    nothing is recorded and later runs rewrite for themselves.
-    """
-    recorded: list[tuple[Path, bytes, Any]] = []
-    rewrite = sys.modules.get("_pytest.assertion.rewrite")
-    original = getattr(rewrite, "_rewrite_test", None)
-    if rewrite is None or original is None:
-        return recorded
-
-    def recording(fn: Path, config: Any) -> Any:
-        source_hash, code = original(fn, config)
-        if str(fn).startswith(copy + os.sep):
-            recorded.append((Path(fn), source_hash, code))
-        return source_hash, code
-
-    rewrite._rewrite_test = recording  # type: ignore[attr-defined]
-    return recorded
-
-
-def _write_rewrites(recorded: Sequence[tuple[Path, bytes, Any]]) -> None:
-    rewrite = sys.modules.get("_pytest.assertion.rewrite")
-    tail = getattr(rewrite, "PYC_TAIL", None)
-    write = getattr(rewrite, "_write_pyc_fp", None)
-    if tail is None or write is None:
-        return
-    for fn, source_hash, code in recorded:
-        with contextlib.suppress(OSError):
-            cache = fn.parent / "__pycache__"
-            cache.mkdir(exist_ok=True)
-            with open(cache / (fn.name[:-3] + tail), "wb") as handle:
-                write(handle, source_hash, code)
 
 
 def _import(name: str) -> Any:
@@ -379,9 +328,6 @@ def main() -> int:
             while b"\n" in pending:
                 line, pending = pending.split(b"\n", 1)
                 job = json.loads(line)
-                if "preload" in job:
-                    _preload([str(name) for name in job["preload"]])
-                    continue
                 options = _plugin_args(job["args"])
                 if options not in premade_by_options:
                     premade_by_options[options] = _premake_config(job["args"])

@@ -1,38 +1,41 @@
 """The grader: score a test suite by the share of the catalogue's planted bugs it catches.
 
-Run phases, in order (ARCHITECTURE.md):
+Run phases, in order (ARCHITECTURE.md, docs/grading.md):
 
 1. **Prepare**: read the reference source; apply every mutant (a change that no longer applies
    stops here, loudly); build the canary. Start the fork server (``_worker.py``).
-2. **Clean run**: the whole suite against an unchanged copy of the reference, through the same
-   mechanism as every other run. It must pass (at least one test passing, none failing), else
-   the grade is 0 and the report shows the failing tests. Its time sets the time limit of
-   every later run (``max(min_timeout, timeout_factor x clean)``) and its per-test durations
-   the order of later runs (fastest tests first: with ``-x`` a mutant dies at its first failure).
-   The worker then preloads the modules the clean run imported (never the reference) and later
-   runs reuse pytest's rewritten bytecode of the suite, so each starts warm.
-3. **Canary, decoys and mutants**, shuffled into one random order and run ``jobs`` at a time,
-   each in its own process with ``-x`` (and one-line tracebacks):
+2. **Clean runs**: the whole suite, ``repeats`` times, against an unchanged copy of the
+   reference, through the same mechanism as every other run. Every repeat must pass (at least
+   one test passing, none failing). A failure in every repeat is a suite that fails on the
+   clean reference; a failure in some repeats only is a flaky suite; both grade 0 with the
+   failing tests. The slowest repeat sets the time limit of every later run
+   (``max(min_timeout, timeout_factor x slowest)``).
+3. **Canary, decoys and mutants**, shuffled into one random order and run ``jobs`` at a time:
    - the **canary** (every function of the reference raises) must make the suite fail, else
      the suite tests nothing (grade 0);
    - each **decoy** is one more clean run, indistinguishable from a mutant run: it must pass,
-     else the suite's result depends on something other than the reference's behaviour (its
-     own randomness, the clock, the order or number of runs) and the grade is 0;
+     else the suite's result depends on something other than the reference's behaviour
+     (grade 0, with what differed and the failing tests);
    - each **mutant** ends killed (a test failed), survived (all passed), timed out, or errored
      (the suite could not be collected or the interpreter died).
-4. **Report**: the grade and one row per mutant (``reports.py`` writes the formats).
+4. **Confirmation**: every detection is run again, on the same mutant and on the clean
+   reference, in one shuffled batch. A kill reruns the tests that ran up to and including the
+   killing test (the same tests in the same order, so an order-dependent suite behaves as
+   before); the killing test must fail again on the mutant, and the same selection must pass
+   on the clean reference. A kill or crash that does not reproduce refuses the grade as flaky;
+   a time-out that does not reproduce is not counted (time limits are noisy).
+5. **Report**: the grade and one row per mutant (``reports.py`` writes the formats).
+
+Every run is the same run to the suite: the same pytest options (``-x`` for all), the suite's
+own test order, the same layout of paths, environment and working directory, no bytecode
+written by any run, and a worker that starts every run from the same state. A suite can tell
+runs apart only by the reference's behaviour, and by a run's position in time, which tells it
+nothing: the clean runs come first, and after them decoys and mutants are shuffled.
 
 The score: ``grade = detected / total``, where a mutant is *detected* when it is killed, timed
-out or errored (each makes the suite, or a CI running it, visibly fail) and *total* is the
-number of mutants graded. Only a survivor counts against the suite.
-
-What a suite can and cannot see: every run after the clean one has the same environment,
-paths, file and module names, and the same reference module attributes (the isolation tests
-show it); the clean run differs only in being first (the worker has not yet preloaded the
-suite's imports), which the decoys make worthless. What differs is the reference's code, and
-a suite that reads that code (its source or bytecode), or brings its own copy of the reference
-as an oracle, can tell; that is reading the answer, not testing, and only a review of the suite
-can rule it out.
+out or errored (each makes the suite, or a CI running it, visibly fail) and the detection was
+confirmed. docs/grading.md shows that a suite failing at random, with any probability, earns
+less than one mutant in expectation.
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ import random
 import signal
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
@@ -53,29 +56,39 @@ from ._source import canary_sources, reference_sources
 from .catalogue import CATALOGUE, Mutant, apply_mutant, mutant_by_id
 
 __all__ = [
+    "DEFAULT_CONFIRMATIONS",
+    "DEFAULT_DECOYS",
+    "DEFAULT_REPEATS",
     "SCORE_DEFINITION",
     "GradeResult",
     "MutantResult",
     "MutantState",
+    "Refusal",
     "SuiteNotFound",
     "grade",
     "pytest_arguments",
     "run_mutants",
 ]
 
+DEFAULT_DECOYS = 3
+DEFAULT_REPEATS = 3
+DEFAULT_CONFIRMATIONS = 2
+
 SCORE_DEFINITION = (
     "grade = detected / total: a mutant is detected when the suite fails with it planted "
     "(killed: a test failed; timed out: no result within the time limit; errored: the suite "
-    "could not be collected or the interpreter died). Survivors are the only misses. The "
-    "suite must first pass on the clean reference and fail on the canary (a reference whose "
-    "every function raises), and pass again on decoy clean runs mixed among the mutants; "
-    "otherwise the grade is 0."
+    "could not be collected or the interpreter died) and the detection reproduces (the "
+    "killing test fails again on the mutant and passes on the clean reference). Survivors "
+    "are the only misses. The suite must pass on every repeated clean run and on decoy clean "
+    "runs mixed among the mutants, and fail on the canary (a reference whose every function "
+    "raises); otherwise the grade is 0."
 )
 
-# Always passed to pytest: no cache between runs, no random test order, fixed hypothesis seed.
-# The rewrite warning is about the worker having imported hypothesis before pytest started.
+# Passed to pytest in every run alike: no cache between runs, no random test order, a fixed
+# hypothesis seed, and -x (a run's verdict is its first failure). The rewrite warning is about
+# the worker having imported hypothesis before pytest started.
 _BASE_ARGS = (
-    "-p", "no:cacheprovider", "-p", "no:randomly", "-q", "--color=no",
+    "-p", "no:cacheprovider", "-p", "no:randomly", "-q", "--color=no", "-x",
     "-W", "ignore::pytest.PytestAssertRewriteWarning",
 )
 
@@ -98,17 +111,28 @@ class MutantState(str, Enum):
         return self is not MutantState.SURVIVED
 
 
+class Refusal(str, Enum):
+    """Why a suite got no grade (``NONE`` when it was graded)."""
+
+    NONE = ""
+    FAILING = "fails on the clean reference"
+    FLAKY = "flaky"
+    UNRELIABLE = "unreliable"
+    TESTS_NOTHING = "tests nothing"
+
+
 @dataclass(frozen=True)
 class MutantResult:
     """One mutant's verdict.
 
     Attributes:
         mutant_id / title: the catalogue entry.
-        state: killed, survived, timed out or errored.
+        state: killed, survived, timed out or errored (after confirmation).
         killed_by: the first failing test (its pytest node id) when killed.
-        reason: the failure message, or why the run errored or timed out.
+        reason: the full failure message, or why the run errored or timed out.
         seconds: the run's wall time.
         tests_run: tests that ran to the end before it stopped.
+        details: the killing test's traceback (as pytest printed it), when killed.
     """
 
     mutant_id: str
@@ -118,6 +142,7 @@ class MutantResult:
     reason: str
     seconds: float
     tests_run: int = 0
+    details: str = ""
 
 
 @dataclass(frozen=True)
@@ -127,15 +152,18 @@ class GradeResult:
     Attributes:
         grade: ``detected / total`` in [0, 1]; 0 when the suite could not be graded.
         detected / total: mutants detected, mutants graded.
-        graded: False when the clean run, the canary or a decoy made grading meaningless.
-        reason: one sentence: the score, or why the grade is 0.
+        graded: False when a clean run, the canary, a decoy or a confirmation made grading
+            meaningless (``refusal`` says which).
+        reason: the score, or why the grade is 0 (what happened and what differed).
         mutants: one result per mutant, in catalogue order (empty when not graded).
         suite: the graded path.
-        clean_seconds / clean_tests: the clean run's time and passing tests.
-        clean_failures: the clean run's failing tests (why the grade is 0).
-        time_limit: the per-run time limit derived from the clean run.
+        clean_seconds: the clean runs' times; clean_tests: tests passing in a clean run.
+        clean_failures: the failures that explain a refusal, full messages.
+        flaky_tests: tests whose result changed on the same reference.
+        time_limit: the per-run time limit derived from the clean runs.
         notes: things the grader noticed that do not change the grade (files written).
         seconds: wall time of the whole grading.
+        refusal: why the suite got no grade.
     """
 
     grade: float
@@ -145,12 +173,14 @@ class GradeResult:
     reason: str
     mutants: tuple[MutantResult, ...]
     suite: str
-    clean_seconds: float = 0.0
+    clean_seconds: tuple[float, ...] = ()
     clean_tests: int = 0
     clean_failures: tuple[RunFailure, ...] = ()
+    flaky_tests: tuple[str, ...] = ()
     time_limit: float = 0.0
     notes: tuple[str, ...] = ()
     seconds: float = 0.0
+    refusal: Refusal = Refusal.NONE
     score_definition: str = SCORE_DEFINITION
 
     def count(self, state: MutantState) -> int:
@@ -158,15 +188,12 @@ class GradeResult:
         return sum(1 for m in self.mutants if m.state is state)
 
 
-def pytest_arguments(exitfirst: bool) -> list[str]:
-    """pytest's arguments for a graded run (``-x`` for every run after the clean one)."""
-    args = list(_BASE_ARGS)
+def pytest_arguments(exitfirst: bool = True) -> list[str]:
+    """pytest's arguments for every graded run (the same for all of them; ``exitfirst=False``
+    only for ``run_mutants``, which lists every failing test rather than grading)."""
+    args = [a for a in _BASE_ARGS if exitfirst or a != "-x"]
     if _has_hypothesis_plugin():
         args.append("--hypothesis-seed=0")
-    if exitfirst:
-        # Later runs only need the first failure's test and message: one line per failure
-        # (the clean run keeps full tracebacks, they are what a student reads).
-        args += ["-x", "--tb=line"]
     return args
 
 
@@ -190,7 +217,7 @@ def _last_line(text: str) -> str:
 
 # One return per way a run can end: the function is a decision table.
 def _why_not_passing(outcome: RunOutcome, limit: float) -> str:  # noqa: PLR0911
-    """Why a run that should have passed did not (for the clean run and decoys)."""
+    """Why a run that should have passed did not (for the clean runs and decoys)."""
     if outcome.kind == "timed_out":
         return f"did not finish within {limit:g} s"
     if outcome.kind == "signaled":
@@ -242,7 +269,7 @@ def _default_jobs() -> int:
 
 
 def _check_options(jobs: int, timeout_factor: float, min_timeout: float, clean_timeout: float,
-                   decoys: int) -> None:
+                   decoys: int, repeats: int, confirmations: int) -> None:
     if not isinstance(jobs, int) or jobs < 1:
         raise InvalidArgument("jobs", jobs, "must be an integer >= 1")
     for name, value in (("timeout_factor", timeout_factor), ("min_timeout", min_timeout),
@@ -250,7 +277,14 @@ def _check_options(jobs: int, timeout_factor: float, min_timeout: float, clean_t
         if not value > 0:
             raise InvalidArgument(name, value, "must be > 0")
     if not isinstance(decoys, int) or decoys < 0:
-        raise InvalidArgument("decoys", decoys, "must be an integer >= 0")
+        raise InvalidArgument("decoys", decoys, "must be an integer >= 0",
+                              f"the default is {DEFAULT_DECOYS}")
+    if not isinstance(repeats, int) or repeats < 1:
+        raise InvalidArgument("repeats", repeats, "must be an integer >= 1",
+                              f"the default is {DEFAULT_REPEATS}")
+    if not isinstance(confirmations, int) or confirmations < 1:
+        raise InvalidArgument("confirmations", confirmations, "must be an integer >= 1",
+                              f"the default is {DEFAULT_CONFIRMATIONS}")
 
 
 def _selected(mutant_ids: Sequence[str] | None) -> tuple[Mutant, ...]:
@@ -262,11 +296,205 @@ def _selected(mutant_ids: Sequence[str] | None) -> tuple[Mutant, ...]:
     return chosen
 
 
-def _not_graded(suite: Path, reason: str, started: float, total: int,
-                **fields: object) -> GradeResult:
-    return GradeResult(grade=0.0, detected=0, total=total, graded=False, reason=reason, mutants=(),
-                       suite=str(suite), seconds=time.monotonic() - started,
-                       **fields)  # type: ignore[arg-type]
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'s' * (n != 1)}"
+
+
+def _seconds(values: Sequence[float]) -> str:
+    return ", ".join(f"{v:.2f}" for v in values) + " s"
+
+
+@dataclass(frozen=True)
+class _Refused(Exception):
+    """Raised inside a grading to stop it with a grade of 0 (caught by ``grade``)."""
+
+    refusal: Refusal
+    reason: str
+    failures: tuple[RunFailure, ...] = ()
+    flaky: tuple[str, ...] = ()
+
+
+def _failing(outcome: RunOutcome) -> tuple[RunFailure, ...]:
+    return outcome.failures + outcome.errors
+
+
+def _failed_tests(outcome: RunOutcome) -> set[str]:
+    return {f.test for f in _failing(outcome)}
+
+
+class _Grading:
+    """One grading's state between phases (the phases are methods, in order)."""
+
+    def __init__(self, pool: RunPool, jobs: int, say: Callable[[str], None],
+                 shuffler: random.Random) -> None:
+        self.shuffler = shuffler
+        self.pool = pool
+        self.jobs = jobs
+        self.say = say
+        self.args = pytest_arguments()
+        self.clean: list[RunOutcome] = []
+        self.limit = 0.0
+        self.notes: list[str] = []
+
+    def run(self, requests: Sequence[RunRequest]) -> list[RunOutcome]:
+        """Run ``requests`` ``jobs`` at a time; outcomes in request order."""
+        out: list[RunOutcome | None] = [None] * len(requests)
+        for index, outcome in self.pool.run_all(self.jobs, requests):
+            out[index] = outcome
+        return [o for o in out if o is not None]
+
+    def clean_runs(self, sources: Mapping[str, str], repeats: int, clean_timeout: float,
+                   timeout_factor: float, min_timeout: float) -> None:
+        self.clean = self.run([RunRequest(sources, self.args, clean_timeout)] * repeats)
+        first = self.clean[0]
+        if first.wrote:
+            shown = ", ".join(first.wrote[:5]) + (" ..." if len(first.wrote) > 5 else "")
+            self.notes.append(f"the suite wrote {len(first.wrote)} file(s) during a clean run, "
+                              f"inside its temporary folders (discarded): {shown}")
+        passing = [o for o in self.clean if o.passed_cleanly]
+        self.say(f"clean runs: {len(passing)} of {repeats} passed "
+                 f"({_seconds([o.seconds for o in self.clean])})")
+        if len(passing) < repeats:
+            failed = [o for o in self.clean if not o.passed_cleanly]
+            failures = tuple(f for o in failed for f in _failing(o))
+            whys = sorted({_why_not_passing(o, clean_timeout) for o in failed})
+            if not passing and len({frozenset(_failed_tests(o)) for o in failed}) == 1:
+                raise _Refused(Refusal.FAILING,
+                               f"grade 0: on the clean reference the suite {whys[0]}",
+                               _first_each(failures))
+            flaky = sorted({t for o in failed for t in _failed_tests(o)})
+            raise _Refused(
+                Refusal.FLAKY,
+                f"grade 0: the suite is flaky: the same clean reference, run {repeats} times "
+                f"alike, passed {len(passing)} time(s) and otherwise {'; '.join(whys)}. "
+                "Its result depends on something other than the reference's behaviour "
+                "(unseeded randomness, the clock, the machine's load, state kept between "
+                "runs); seed it and make every test deterministic."
+                + (f" Tests that changed result: {', '.join(flaky)}." if flaky else ""),
+                _first_each(failures), tuple(flaky))
+        slowest = max(o.seconds for o in self.clean)
+        self.limit = max(min_timeout, timeout_factor * slowest)
+
+    def controls_and_mutants(self, sources: Mapping[str, str], canary: Mapping[str, str],
+                             chosen: Sequence[Mutant], mutated: Sequence[Mapping[str, str]],
+                             decoys: int) -> list[RunOutcome]:
+        """Phase 3; returns the mutants' outcomes in ``chosen`` order."""
+        plan: list[tuple[str, int]] = [("mutant", i) for i in range(len(chosen))]
+        plan += [("canary", 0)] + [("decoy", i) for i in range(decoys)]
+        self.shuffler.shuffle(plan)
+        trees = {"canary": canary, "decoy": sources}
+        runs = [RunRequest(mutated[i] if kind == "mutant" else trees[kind], self.args,
+                           self.limit) for kind, i in plan]
+        outcomes: dict[tuple[str, int], RunOutcome] = {}
+        done = 0
+        for position, outcome in self.pool.run_all(self.jobs, runs):
+            kind, i = plan[position]
+            outcomes[kind, i] = outcome
+            if kind == "mutant":  # control runs print nothing: their number stays hidden
+                done += 1
+                state = _classify(outcome, self.limit)[0].value
+                self.say(f"[{done}/{len(chosen)}] {chosen[i].id}: {state} "
+                         f"({outcome.seconds:.2f} s)")
+        canary_run = outcomes["canary", 0]
+        if canary_run.kind == "exited" and canary_run.code == 0:
+            raise _Refused(Refusal.TESTS_NOTHING,
+                           "grade 0: the suite passes when every function of the reference "
+                           "raises (the canary): it tests nothing")
+        for i in range(decoys):
+            self._check_decoy(outcomes["decoy", i])
+        return [outcomes["mutant", i] for i in range(len(chosen))]
+
+    def _check_decoy(self, decoy: RunOutcome) -> None:
+        if decoy.passed_cleanly:
+            return
+        why = _why_not_passing(decoy, self.limit)
+        flaky = sorted(_failed_tests(decoy))
+        raise _Refused(
+            Refusal.FLAKY if flaky else Refusal.UNRELIABLE,
+            f"grade 0: the suite's result is unreliable: a decoy run {why}. A decoy is a clean "
+            "run hidden among the mutant runs, alike in every way the grader controls (the "
+            "same unchanged reference, options, test order, paths and environment); the "
+            f"{_plural(len(self.clean), 'clean run')} before it passed in "
+            f"{_seconds([o.seconds for o in self.clean])}. What differed is not the "
+            "reference: it is the suite's own randomness, the clock or the machine's load, or "
+            "state it keeps between runs"
+            + (f"; tests that passed on every clean run and failed here: {', '.join(flaky)}"
+               if flaky else "") + ".",
+            _failing(decoy), tuple(flaky))
+
+    def confirm(self, sources: Mapping[str, str], chosen: Sequence[Mutant],
+                mutated: Sequence[Mapping[str, str]], outcomes: Sequence[RunOutcome],
+                confirmations: int) -> list[MutantResult]:
+        """Phase 4: rerun every detection on its mutant, ``confirmations`` times, shuffled
+        with as many clean runs; every rerun is a whole run like the first (a suite cannot
+        tell a confirmation from a first run, nor a clean rerun from a mutant rerun)."""
+        results: list[MutantResult] = []
+        plan: list[int] = []  # mutant index per rerun; -1 for a clean rerun
+        for i, (mutant, outcome) in enumerate(zip(chosen, outcomes, strict=True)):
+            state, killed_by, reason = _classify(outcome, self.limit)
+            details = outcome.failures[0].details if killed_by is not None else ""
+            results.append(MutantResult(mutant.id, mutant.title, state, killed_by, reason,
+                                        outcome.seconds, outcome.passed + len(outcome.failures),
+                                        details))
+            if state.detected:
+                plan += [i] * confirmations
+        if not plan:
+            return results
+        plan += [-1] * confirmations
+        self.shuffler.shuffle(plan)
+        again = self.run([RunRequest(sources if i < 0 else mutated[i], self.args, self.limit)
+                          for i in plan])
+        self.say(f"confirmation: {sum(1 for r in results if r.state.detected)} detection(s) "
+                 f"rerun {confirmations} time(s) each")
+        for i, rerun in zip(plan, again, strict=True):
+            if i < 0:
+                self._check_clean_rerun(rerun)
+        for i, rerun in zip(plan, again, strict=True):
+            if i >= 0:
+                self._check_reproduced(results[i], rerun)
+        return results
+
+    def _check_clean_rerun(self, rerun: RunOutcome) -> None:
+        if rerun.passed_cleanly:
+            return
+        flaky = tuple(sorted(_failed_tests(rerun)))
+        raise _Refused(
+            Refusal.FLAKY if flaky else Refusal.UNRELIABLE,
+            f"grade 0: the suite's result is unreliable: a clean run among the confirmation "
+            f"reruns {_why_not_passing(rerun, self.limit)}, after the same reference passed on "
+            f"every earlier clean run ({_seconds([o.seconds for o in self.clean])}). What "
+            "differed is not the reference: it is the suite's own randomness, the clock or the "
+            "machine's load, or state it keeps between runs"
+            + (f"; tests that changed result: {', '.join(flaky)}" if flaky else "") + ".",
+            _failing(rerun), flaky)
+
+    def _check_reproduced(self, first: MutantResult, rerun: RunOutcome) -> None:
+        state, killed_by, reason = _classify(rerun, self.limit)
+        if state is first.state and killed_by == first.killed_by:
+            return
+        what = f"{first.state.value}" + (f" by {first.killed_by}" if first.killed_by else "")
+        then = ("all its tests passed" if state is MutantState.SURVIVED else
+                f"it was {state.value}" + (f" by {killed_by}" if killed_by else "")
+                + f" ({reason})")
+        hint = (" (a time-out that does not reproduce may also mean the time limit is too "
+                "tight: raise --timeout-factor)" if MutantState.TIMED_OUT in (state, first.state)
+                else "")
+        flaky = tuple(t for t in (first.killed_by, killed_by) if t)
+        raise _Refused(
+            Refusal.FLAKY,
+            f"grade 0: the suite is flaky: with mutant {first.mutant_id} it was {what} "
+            f"({first.reason}), but when the same run was repeated on the same mutant {then}. "
+            "A detection that does not reproduce is not counted, and a suite whose verdicts "
+            f"do not reproduce cannot be graded{hint}.",
+            _failing(rerun), tuple(dict.fromkeys(flaky)))
+
+
+def _first_each(failures: Sequence[RunFailure]) -> tuple[RunFailure, ...]:
+    """Failures with duplicates (the same test failing in several runs) left out."""
+    seen: dict[tuple[str, str], RunFailure] = {}
+    for f in failures:
+        seen.setdefault((f.test, f.message), f)
+    return tuple(seen.values())
 
 
 def grade(
@@ -278,22 +506,32 @@ def grade(
     timeout_factor: float = 5.0,
     min_timeout: float = 10.0,
     clean_timeout: float = 600.0,
-    decoys: int = 1,
+    decoys: int = DEFAULT_DECOYS,
+    repeats: int = DEFAULT_REPEATS,
+    confirmations: int = DEFAULT_CONFIRMATIONS,
     progress: Callable[[str], None] | None = None,
+    order_seed: int | None = None,
 ) -> GradeResult:
     """Grade the pytest suite at ``path`` (a folder or one test file) by the mutants it kills.
 
     Args:
         path: the suite. It imports the contract as ``spec_verify.reference`` (or through the
-            pytest plugin's ``spec_impl`` fixture); every run gets its own copy of it.
+            pytest plugin's ``spec_impl`` fixture). A single test file is graded with its
+            folder around it (helpers, ``conftest.py``), running only that file.
         jobs: runs at a time (default: the CPUs this process may use).
         mutants: catalogue ids to grade against (default: all of them).
         select: pytest arguments, relative to the suite, choosing what runs (default: all).
         timeout_factor / min_timeout: a later run's time limit is
-            ``max(min_timeout, timeout_factor x the clean run's seconds)``.
-        clean_timeout: the clean run's time limit, in seconds.
-        decoys: extra clean runs hidden among the mutants (each must pass).
-        progress: called with one line per finished run.
+            ``max(min_timeout, timeout_factor x the slowest clean run's seconds)``.
+        clean_timeout: the clean runs' time limit, in seconds.
+        decoys: clean runs hidden among the mutants (each must pass); default 3.
+        repeats: clean runs before the mutants (each must pass); default 3.
+        confirmations: reruns of each detection on its mutant (each must detect it again),
+            shuffled with as many clean reruns (each must pass); default 2.
+        progress: called with one line per finished mutant run and per phase.
+        order_seed: None (the default) shuffles the runs unpredictably, from the system's
+            entropy; an integer makes the order reproducible, for the grader's own tests only
+            (a suite that knew the order could cheat).
 
     Returns:
         The ``GradeResult``; the suite's failures are results, never exceptions.
@@ -304,7 +542,8 @@ def grade(
     """
     started = time.monotonic()
     jobs = _default_jobs() if jobs is None else jobs
-    _check_options(jobs, timeout_factor, min_timeout, clean_timeout, decoys)
+    _check_options(jobs, timeout_factor, min_timeout, clean_timeout, decoys, repeats,
+                   confirmations)
     suite = Path(path)
     if not suite.exists():
         raise SuiteNotFound("path", str(path), "does not exist",
@@ -315,72 +554,30 @@ def grade(
     say = progress or (lambda line: None)
 
     with RunPool(suite, select) as pool:
-        pool.submit(RunRequest(sources, pytest_arguments(exitfirst=False), clean_timeout,
-                               watch_files=True, share_bytecode=True))
-        _, clean = pool.next_done()
-        say(f"clean run: {clean.passed} passed, {len(clean.failures)} failed "
-            f"in {clean.seconds:.2f} s")
-        notes = []
-        if clean.wrote:
-            shown = ", ".join(clean.wrote[:5]) + (" ..." if len(clean.wrote) > 5 else "")
-            notes.append(f"the suite wrote {len(clean.wrote)} file(s) during the clean run, "
-                         f"inside its temporary folders (discarded): {shown}")
-        if not clean.passed_cleanly:
-            why = _why_not_passing(clean, clean_timeout)
-            return _not_graded(
-                suite, f"grade 0: on the clean reference the suite {why}", started, len(chosen),
-                clean_seconds=clean.seconds, clean_tests=clean.passed,
-                clean_failures=clean.failures + clean.errors, notes=tuple(notes),
-            )
-        pool.preload(clean.modules)  # later runs start with what the suite imported
-        limit = max(min_timeout, timeout_factor * clean.seconds)
-        order = sorted(clean.durations, key=lambda t: clean.durations[t])
-        args = pytest_arguments(exitfirst=True)
-        # (kind, index): kind "mutant" indexes ``chosen``; the canary and decoys stand alone.
-        plan: list[tuple[str, int]] = [("mutant", i) for i in range(len(chosen))]
-        plan += [("canary", 0)] + [("decoy", i) for i in range(decoys)]
-        random.SystemRandom().shuffle(plan)
-        canary = canary_sources(sources)
-        runs = [RunRequest(mutated[i] if kind == "mutant" else canary if kind == "canary"
-                           else sources, args, limit, order) for kind, i in plan]
-        outcomes: dict[tuple[str, int], RunOutcome] = {}
-        for done, (position, outcome) in enumerate(pool.run_all(jobs, runs), start=1):
-            kind, i = plan[position]
-            outcomes[kind, i] = outcome
-            label = chosen[i].id if kind == "mutant" else kind
-            state = _classify(outcome, limit)[0].value if kind == "mutant" else (
-                "passed" if outcome.passed_cleanly else "failed")
-            say(f"[{done}/{len(plan)}] {label}: {state} ({outcome.seconds:.2f} s)")
-
-    common = {"clean_seconds": clean.seconds, "clean_tests": clean.passed,
-              "time_limit": limit, "notes": tuple(notes)}
-    canary_run = outcomes["canary", 0]
-    if canary_run.kind == "exited" and canary_run.code == 0:
-        return _not_graded(
-            suite, "grade 0: the suite passes when every function of the reference raises "
-            "(the canary): it tests nothing", started, len(chosen), **common)
-    for i in range(decoys):
-        decoy = outcomes["decoy", i]
-        if not decoy.passed_cleanly:
-            return _not_graded(
-                suite, "grade 0: on a repeated clean run the suite "
-                f"{_why_not_passing(decoy, limit)}; its result depends on something other "
-                "than the reference's behaviour (randomness, the clock, the order of runs)",
-                started, len(chosen), clean_failures=decoy.failures + decoy.errors,
-                **common)
-    results = []
-    for i, mutant in enumerate(chosen):
-        outcome = outcomes["mutant", i]
-        state, killed_by, reason = _classify(outcome, limit)
-        tests_run = outcome.passed + len(outcome.failures)
-        results.append(MutantResult(mutant.id, mutant.title, state, killed_by, reason,
-                                    outcome.seconds, tests_run))
+        shuffler = random.SystemRandom() if order_seed is None else random.Random(order_seed)
+        grading = _Grading(pool, jobs, say, shuffler)
+        try:
+            grading.clean_runs(sources, repeats, clean_timeout, timeout_factor, min_timeout)
+            outcomes = grading.controls_and_mutants(sources, canary_sources(sources), chosen,
+                                                    mutated, decoys)
+            results = grading.confirm(sources, chosen, mutated, outcomes, confirmations)
+        except _Refused as refused:
+            return GradeResult(
+                grade=0.0, detected=0, total=len(chosen), graded=False, reason=refused.reason,
+                mutants=(), suite=str(suite),
+                clean_seconds=tuple(o.seconds for o in grading.clean),
+                clean_tests=max((o.passed for o in grading.clean), default=0),
+                clean_failures=refused.failures, flaky_tests=refused.flaky,
+                time_limit=grading.limit, notes=tuple(grading.notes),
+                seconds=time.monotonic() - started, refusal=refused.refusal)
     detected = sum(1 for r in results if r.state.detected)
     total = len(results)
     return GradeResult(
         grade=detected / total, detected=detected, total=total, graded=True,
         reason=f"{detected} of {total} mutants detected", mutants=tuple(results),
-        suite=str(suite), seconds=time.monotonic() - started, **common,  # type: ignore[arg-type]
+        suite=str(suite), clean_seconds=tuple(o.seconds for o in grading.clean),
+        clean_tests=max(o.passed for o in grading.clean), time_limit=grading.limit,
+        notes=tuple(grading.notes), seconds=time.monotonic() - started,
     )
 
 
@@ -395,8 +592,8 @@ def run_mutants(
     """Run the suite once per entry of ``plan``: mutant id (``None`` for the clean reference)
     -> pytest selection relative to the suite (empty for all of it). The raw outcomes.
 
-    The same mechanism as ``grade`` without its verdicts: the kill matrix uses it to show which
-    of our tests fail against which mutant.
+    The same mechanism and options as ``grade`` without its verdicts: the kill matrix uses
+    it to show which of our tests fail against which mutant.
     """
     if not plan:
         raise InvalidArgument("plan", dict(plan), "must name at least one run")
@@ -410,10 +607,6 @@ def run_mutants(
                        timeout, select=tuple(plan[i]) or None) for i in ids]
     out: dict[str | None, RunOutcome] = {}
     with RunPool(suite) as pool:
-        # The first run alone, then the worker preloads what it imported (as ``grade`` does).
-        pool.submit(replace(runs[0], share_bytecode=True))
-        _, out[ids[0]] = pool.next_done()
-        pool.preload(out[ids[0]].modules)
-        for index, outcome in pool.run_all(jobs or _default_jobs(), runs[1:]):
-            out[ids[index + 1]] = outcome
+        for index, outcome in pool.run_all(jobs or _default_jobs(), runs):
+            out[ids[index]] = outcome
     return out

@@ -14,11 +14,18 @@ from typing import Any
 
 from spec_verify import __version__
 
+from ._runner import RunFailure
 from ._source import reference_sources
 from .catalogue import Mutant, apply_mutant, mutant_by_id
 from .grader import GradeResult, MutantResult, MutantState
 
-__all__ = ["gradescope_results", "junit_xml", "mutation_testing_report", "terminal_report"]
+__all__ = [
+    "failure_text",
+    "gradescope_results",
+    "junit_xml",
+    "mutation_testing_report",
+    "terminal_report",
+]
 
 _STRYKER_STATUS = {
     MutantState.KILLED: "Killed",
@@ -43,20 +50,35 @@ def _verdict(result: MutantResult) -> str:
     return result.reason
 
 
-def terminal_report(result: GradeResult) -> str:
-    """A plain-text table for the terminal."""
+def _indented(text: str, prefix: str = "    ") -> list[str]:
+    return [prefix + line for line in text.rstrip().splitlines()]
+
+
+def failure_text(failure: RunFailure) -> str:
+    """One failure in full: the test, its whole message and its traceback."""
+    text = f"FAILED {failure.test}" + (f" ({failure.when})" if failure.when != "call" else "")
+    text += f": {failure.message}"
+    if failure.details and failure.details.strip() != failure.message.strip():
+        text += "\n" + failure.details.rstrip()
+    return text
+
+
+def terminal_report(result: GradeResult, *, full: bool = True) -> str:
+    """A plain-text table for the terminal (``full=False`` abbreviates the messages)."""
     lines = [f"spec-verify grade {result.suite}"]
     if result.clean_tests or result.clean_seconds:
-        lines.append(f"clean run: {result.clean_tests} tests passed in "
-                     f"{result.clean_seconds:.2f} s" + (
-                         f"; time limit per run {result.time_limit:g} s"
-                         if result.time_limit else ""))
+        seconds = ", ".join(f"{s:.2f}" for s in result.clean_seconds)
+        lines.append(f"clean runs: {result.clean_tests} tests passed ({seconds} s)" + (
+            f"; time limit per run {result.time_limit:g} s" if result.time_limit else ""))
     lines.extend(f"note: {note}" for note in result.notes)
     if not result.graded:
         lines.append("")
         lines.append(result.reason)
         for failure in result.clean_failures[:20]:
-            lines.append(f"  FAILED {failure.test}: {_one_line(failure.message, 120)}")
+            if full:
+                lines.extend(_indented(failure_text(failure), "  "))
+            else:
+                lines.append(f"  FAILED {failure.test}: {_one_line(failure.message, 120)}")
         if len(result.clean_failures) > 20:
             lines.append(f"  ... and {len(result.clean_failures) - 20} more")
         lines.append("")
@@ -65,8 +87,13 @@ def terminal_report(result: GradeResult) -> str:
     lines.append("")
     lines.append(f"{'mutant':<7}{'state':<11}{'seconds':>8}  killed by / reason")
     for m in result.mutants:
-        lines.append(f"{m.mutant_id:<7}{m.state.value:<11}{m.seconds:>8.2f}  "
-                     f"{_one_line(_verdict(m))}")
+        verdict = _verdict(m)
+        if full and "\n" in verdict:
+            lines.append(f"{m.mutant_id:<7}{m.state.value:<11}{m.seconds:>8.2f}")
+            lines.extend(_indented(verdict, " " * 9))
+        else:
+            lines.append(f"{m.mutant_id:<7}{m.state.value:<11}{m.seconds:>8.2f}  "
+                         f"{verdict if full else _one_line(verdict)}")
     counts = ", ".join(f"{state.value} {result.count(state)}" for state in MutantState)
     lines.append("")
     lines.append(f"grade: {result.detected}/{result.total} detected = {_percent(result)} "
@@ -159,8 +186,7 @@ def gradescope_results(result: GradeResult) -> dict[str, Any]:
     if not result.graded:
         output = result.reason
         if result.clean_failures:
-            output += "\n" + "\n".join(f"FAILED {f.test}: {f.message}"
-                                       for f in result.clean_failures[:50])
+            output += "\n\n" + "\n\n".join(failure_text(f) for f in result.clean_failures[:50])
         tests.append({"name": "the suite passes on the clean reference and fails on the canary",
                       "score": 0, "max_score": 0, "status": "failed", "output": output})
     for m in result.mutants:
@@ -171,7 +197,8 @@ def gradescope_results(result: GradeResult) -> dict[str, Any]:
             "score": 1 if detected else 0,
             "max_score": 1,
             "status": "passed" if detected else "failed",
-            "output": f"{m.state.value}: {_verdict(m)}",
+            "output": f"{m.state.value}: {_verdict(m)}" + (
+                f"\n\n{m.details.rstrip()}" if m.details else ""),
         })
     return {
         "score": result.detected,
@@ -198,10 +225,11 @@ def junit_xml(result: GradeResult) -> str:
                         ("score_definition", result.score_definition)):
         ET.SubElement(properties, "property", name=name, value=value)
     clean = ET.SubElement(suite, "testcase", classname="spec_verify.mutants",
-                          name="clean run and canary", time=f"{result.clean_seconds:.3f}")
+                          name="clean runs, decoys and canary",
+                          time=f"{sum(result.clean_seconds):.3f}")
     if not result.graded:
         failure = ET.SubElement(clean, "failure", message=result.reason)
-        failure.text = "\n".join(f"FAILED {f.test}: {f.message}" for f in result.clean_failures)
+        failure.text = "\n\n".join(failure_text(f) for f in result.clean_failures)
     for m in result.mutants:
         case = ET.SubElement(suite, "testcase", classname="spec_verify.mutants",
                              name=f"{m.mutant_id} {m.title}", time=f"{m.seconds:.3f}")
@@ -210,7 +238,8 @@ def junit_xml(result: GradeResult) -> str:
             failure.text = f"{m.mutant_id} ({m.title}) was not detected by the suite"
         else:
             out = ET.SubElement(case, "system-out")
-            out.text = f"{m.state.value}: {_verdict(m)}"
+            out.text = f"{m.state.value}: {_verdict(m)}" + (
+                f"\n\n{m.details.rstrip()}" if m.details else "")
     ET.indent(suites)
     body = ET.tostring(suites, encoding="unicode")
     return f'<?xml version="1.0" encoding="utf-8"?>\n{body}\n'

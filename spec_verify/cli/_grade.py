@@ -18,9 +18,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser = subparsers.add_parser(
         "grade",
         help="grade a pytest suite by the share of the catalogue's mutants it kills",
-        description="Run the pytest suite at PATH against the clean reference (it must pass), "
-        "a canary reference that fails everything (the suite must fail), and each mutant of "
-        "the catalogue in its own process; the grade is the share of mutants detected. The "
+        description="Run the pytest suite at PATH against the clean reference (repeatedly: it must "
+        "pass every time), a canary reference that fails everything (the suite must fail), "
+        "decoy clean runs hidden among the mutants (it must pass), and each mutant of the "
+        "catalogue in its own process, every run alike; detections are confirmed by a rerun. "
+        "The grade is the share of mutants detected (docs/grading.md). The "
         "suite imports the contract as spec_verify.reference (or uses the plugin's spec_impl "
         "fixture). Exit code 0 when the suite was graded and the grade reaches --fail-under.",
     )
@@ -40,8 +42,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                         help="smallest time limit per run, in seconds (default: %(default)g)")
     parser.add_argument("--clean-timeout", type=float, default=600.0, metavar="S",
                         help="time limit of the clean run, in seconds (default: %(default)g)")
-    parser.add_argument("--decoys", type=int, default=1, metavar="N",
-                        help="clean runs hidden among the mutants (default: %(default)d)")
+    parser.add_argument("--decoys", type=int, default=3, metavar="N",
+                        help="clean runs hidden among the mutants, each must pass "
+                        "(default: %(default)d)")
+    parser.add_argument("--repeats", type=int, default=3, metavar="N",
+                        help="clean runs before the mutants, each must pass; a suite whose "
+                        "result changes is refused as flaky (default: %(default)d)")
+    parser.add_argument("--short", action="store_true",
+                        help="abbreviate failure messages in the table (reports stay full)")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
     parser.set_defaults(func=run)
 
@@ -67,12 +75,12 @@ def run(args: argparse.Namespace) -> int:
         result = grade(
             args.path, jobs=args.jobs, mutants=mutants, timeout_factor=args.timeout_factor,
             min_timeout=args.min_timeout, clean_timeout=args.clean_timeout, decoys=args.decoys,
-            progress=progress,
+            repeats=args.repeats, progress=progress,
         )
     except InvalidArgument as error:
         print(f"spec-verify grade: error: {error}", file=sys.stderr)
         return ExitCode.USAGE_ERROR
-    print(terminal_report(result), end="")
+    print(terminal_report(result, full=not args.short), end="")
     writers: tuple[tuple[str | None, Callable[[], str]], ...] = (
         (args.json, lambda: json.dumps(mutation_testing_report(result), indent=2)),
         (args.gradescope, lambda: json.dumps(gradescope_results(result), indent=2)),

@@ -1,4 +1,8 @@
-"""The grader: the example suite's grade, the reports, and every kind of bad suite."""
+"""The grader: the example suite's grade, the reports, and every kind of bad suite.
+
+Gradings take tens of seconds each (many runs of a suite), so they are marked slow; the fast
+tests check the pieces directly (verdict tables, reports of built results, option checks).
+"""
 
 from __future__ import annotations
 
@@ -13,13 +17,18 @@ import pytest
 from spec_verify.cli import main
 from spec_verify.errors import InvalidArgument
 from spec_verify.mutants import CATALOGUE, apply_mutant, mutant_by_id
+from spec_verify.mutants._runner import RunFailure, RunOutcome, RunPool, RunRequest
 from spec_verify.mutants._source import reference_sources
 from spec_verify.mutants.grader import (
     SCORE_DEFINITION,
     GradeResult,
     MutantState,
+    Refusal,
     SuiteNotFound,
+    _classify,
+    _why_not_passing,
     grade,
+    pytest_arguments,
 )
 from spec_verify.mutants.reports import (
     gradescope_results,
@@ -47,6 +56,7 @@ def example_grade(tmp_path_factory) -> GradeResult:
     return result
 
 
+@pytest.mark.slow
 def test_the_example_suite_scores_22_of_24(example_grade):
     result = example_grade
     assert result.graded, result.reason
@@ -59,19 +69,22 @@ def test_the_example_suite_scores_22_of_24(example_grade):
         if m.state is MutantState.KILLED:
             assert m.killed_by and m.killed_by.startswith("graded_suite/test_speculative.py::")
     assert result.clean_tests == 13
+    assert len(result.clean_seconds) == 3  # the default repeats
     assert result.time_limit >= 10.0
     assert result.notes == ()
 
 
+@pytest.mark.slow
 def test_the_grade_is_the_same_every_time(example_grade):
-    again = grade(EXAMPLE, mutants=["s03", "s11"], jobs=2, decoys=0)
-    states = {m.mutant_id: m.state for m in example_grade.mutants}
-    assert {m.mutant_id: m.state for m in again.mutants} == {i: states[i] for i in ("s03", "s11")}
-    # (Which test fails first may change: later runs order tests by their measured times.)
+    again = grade(EXAMPLE, mutants=["s03", "s11"], jobs=2, decoys=0, repeats=1)
+    by_id = {m.mutant_id: m for m in example_grade.mutants}
+    assert [(m.mutant_id, m.state, m.killed_by) for m in again.mutants] == [
+        (i, by_id[i].state, by_id[i].killed_by) for i in ("s03", "s11")]
 
 
 # --- reports ----------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_terminal_report(example_grade):
     text = terminal_report(example_grade)
     assert "grade: 22/24 detected = 91.7%" in text
@@ -85,6 +98,7 @@ STATUSES = {"Killed", "Survived", "NoCoverage", "CompileError", "RuntimeError", 
             "Ignored", "Pending"}
 
 
+@pytest.mark.slow
 def test_mutation_testing_elements_report(example_grade):
     report = json.loads(json.dumps(mutation_testing_report(example_grade)))
     assert report["schemaVersion"] == "2"
@@ -126,6 +140,7 @@ def test_mutant_location_spans_every_change():
         mutant_by_id("s24"), sources)[file]
 
 
+@pytest.mark.slow
 def test_gradescope_results(example_grade):
     results = gradescope_results(example_grade)
     assert (results["score"], results["max_score"]) == (22, 24)
@@ -135,6 +150,7 @@ def test_gradescope_results(example_grade):
     assert SCORE_DEFINITION in results["output"]
 
 
+@pytest.mark.slow
 def test_junit_xml(example_grade):
     root = ET.fromstring(junit_xml(example_grade))
     suite = root.find("testsuite")
@@ -146,6 +162,7 @@ def test_junit_xml(example_grade):
     assert failed == EXAMPLE_SURVIVORS
 
 
+@pytest.mark.slow
 def test_cli_grade_writes_every_report(tmp_path, capsys):
     files = {name: tmp_path / name for name in ("mte.json", "results.json", "junit.xml")}
     code = main(["grade", str(EXAMPLE), "--mutants", "s05,s11", "-j", "2", "-q", "--decoys", "0",
@@ -174,9 +191,21 @@ def test_a_missing_path_is_an_error():
     assert isinstance(info.value, ValueError)
 
 
+@pytest.mark.slow
+@pytest.mark.slow
+@pytest.mark.slow
+@pytest.mark.slow
+@pytest.mark.slow
+@pytest.mark.slow
+@pytest.mark.slow
+@pytest.mark.slow
+@pytest.mark.slow
+@pytest.mark.slow
+@pytest.mark.slow
+@pytest.mark.slow
 @pytest.mark.parametrize(("option", "value"), [
     ("jobs", 0), ("timeout_factor", 0.0), ("min_timeout", -1.0), ("clean_timeout", 0.0),
-    ("decoys", -1),
+    ("decoys", -1), ("repeats", 0), ("confirmations", 0),
 ])
 def test_bad_options_are_refused(option, value):
     with pytest.raises(InvalidArgument, match=option):
@@ -195,10 +224,12 @@ def _assert_not_graded(result: GradeResult, *phrases: str, total: int = len(CATA
     assert ET.fromstring(junit_xml(result)).find("testsuite").get("failures") == "1"
 
 
+@pytest.mark.slow
 def test_no_tests():
     _assert_not_graded(grade(SUITES / "empty"), "grade 0", "collected no tests")
 
 
+@pytest.mark.slow
 def test_failing_on_the_clean_reference_shows_the_failures():
     result = grade(SUITES / "failing_on_clean")
     _assert_not_graded(result, "on the clean reference", "1 failing test")
@@ -209,38 +240,42 @@ def test_failing_on_the_clean_reference_shows_the_failures():
         terminal_report(result))
 
 
+@pytest.mark.slow
 def test_a_hanging_suite():
     result = grade(SUITES / "hanging", clean_timeout=2)
     _assert_not_graded(result, "did not finish within 2 s")
 
 
+@pytest.mark.slow
 def test_a_suite_that_crashes_the_interpreter():
     _assert_not_graded(grade(SUITES / "crashing"), "crashed the interpreter (SIGSEGV)")
 
 
+@pytest.mark.slow
 def test_a_suite_that_ends_the_process_early():
     _assert_not_graded(grade(SUITES / "exits_early"), "before pytest finished")
 
 
+@pytest.mark.slow
 def test_a_suite_that_tests_nothing():
     _assert_not_graded(grade(SUITES / "tests_nothing", mutants=["s01", "s02"], decoys=0),
                        "every function of the reference raises", "tests nothing", total=2)
 
 
+@pytest.mark.slow
 def test_a_single_test_file_is_a_suite():
     result = grade(EXAMPLE / "test_speculative.py", mutants=["s05", "s11"], decoys=0)
     assert result.graded
     assert [m.state for m in result.mutants] == [MutantState.KILLED, MutantState.SURVIVED]
 
 
-@pytest.mark.parametrize("dont_write", ["1", ""], ids=["no-bytecode", "bytecode"])
-def test_later_runs_see_their_own_code_paths(monkeypatch, dont_write):
-    # With bytecode writing on, later runs reuse the clean run's rewritten bytecode, moved.
-    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", dont_write)
+@pytest.mark.slow
+def test_later_runs_see_their_own_code_paths():
     result = grade(SUITES / "code_paths", mutants=["s05"], decoys=1)
     assert result.graded, (result.reason, result.clean_failures)
 
 
+@pytest.mark.slow
 def test_a_suite_using_the_plugin_fixture_is_graded_the_same_way():
     result = grade(SUITES / "plugin_fixture", mutants=["s05", "s06", "s10"], decoys=0)
     assert result.graded, result.reason
@@ -248,6 +283,7 @@ def test_a_suite_using_the_plugin_fixture_is_graded_the_same_way():
         "s05": MutantState.KILLED, "s06": MutantState.SURVIVED, "s10": MutantState.SURVIVED}
 
 
+@pytest.mark.slow
 def test_mutants_that_hang_the_suite_time_out():
     result = grade(SUITES / "hangs_on_bugs", mutants=["s04", "s05"], min_timeout=2,
                    timeout_factor=1)
@@ -261,6 +297,7 @@ def test_mutants_that_hang_the_suite_time_out():
         "status"] == "Timeout"
 
 
+@pytest.mark.slow
 def test_mutants_that_crash_the_suite_error():
     result = grade(SUITES / "crashes_on_bugs", mutants=["s05", "s04"], decoys=0)
     states = {m.mutant_id: m.state for m in result.mutants}
@@ -270,6 +307,7 @@ def test_mutants_that_crash_the_suite_error():
     assert result.detected == 1  # errored counts as detected
 
 
+@pytest.mark.slow
 def test_a_suite_that_writes_files_changes_nothing_outside_its_folders():
     suite = SUITES / "writes_files"
     before = sorted(p.relative_to(suite) for p in suite.rglob("*"))
@@ -287,3 +325,91 @@ def test_a_suite_that_writes_files_changes_nothing_outside_its_folders():
     assert "wrote 3 file(s)" in note
     assert "written_by_the_suite.txt" in note and ".suite_settings" in note
     assert "suite_scratch.txt" in note
+
+
+@pytest.mark.slow
+def test_a_single_test_file_keeps_its_folders_helpers_and_conftest():
+    result = grade(SUITES / "with_helpers" / "test_graded.py", mutants=["s05", "s11"])
+    assert result.graded, (result.reason, [f.message for f in result.clean_failures])
+    assert [m.state for m in result.mutants] == [MutantState.KILLED, MutantState.SURVIVED]
+    assert result.mutants[0].killed_by == "with_helpers/test_graded.py::test_greedy_hand_example"
+
+
+# --- the pieces, directly (fast) ---------------------------------------------------------------
+
+def _outcome(**fields) -> RunOutcome:
+    base = {"kind": "exited", "code": 0, "seconds": 1.0, "finished": True, "collected": 2,
+            "passed": 2}
+    base.update(fields)
+    return RunOutcome(**base)
+
+
+LONG = "assert " + "x" * 300 + " == 1"
+
+
+@pytest.mark.parametrize(("outcome", "state", "phrase"), [
+    (_outcome(), MutantState.SURVIVED, "all 2 tests passed"),
+    (_outcome(code=1, passed=1, failures=(RunFailure("s/t.py::a", LONG),)),
+     MutantState.KILLED, LONG),
+    (_outcome(kind="timed_out", code=0, finished=False), MutantState.TIMED_OUT, "time limit"),
+    (_outcome(kind="signaled", code=11, finished=False), MutantState.ERRORED, "SIGSEGV"),
+    (_outcome(code=0, finished=False), MutantState.ERRORED, "before pytest finished"),
+    (_outcome(code=2, errors=(RunFailure("s/t.py", "ImportError: x"),)),
+     MutantState.ERRORED, "could not be collected"),
+])
+def test_a_run_is_classified_by_how_it_ended(outcome, state, phrase):
+    got, killed_by, reason = _classify(outcome, 10.0)
+    assert got is state
+    assert phrase in reason  # the whole message: nothing is cut
+    assert (killed_by is not None) == (state is MutantState.KILLED)
+
+
+@pytest.mark.parametrize(("outcome", "phrase"), [
+    (_outcome(kind="timed_out", finished=False), "did not finish within 10 s"),
+    (_outcome(kind="signaled", code=6, finished=False), "SIGABRT"),
+    (_outcome(code=0, finished=False), "os._exit"),
+    (_outcome(code=5, collected=0, passed=0), "collected no tests"),
+    (_outcome(code=1, failures=(RunFailure("s/t.py::a", "boom"),)), "1 failing test"),
+    (_outcome(code=0, passed=0), "ran no test to the end"),
+])
+def test_why_a_control_run_did_not_pass(outcome, phrase):
+    assert not outcome.passed_cleanly
+    assert phrase in _why_not_passing(outcome, 10.0)
+
+
+def test_every_run_gets_the_same_pytest_options():
+    args = pytest_arguments()
+    assert "-x" in args  # for every run alike: no run is given a different stopping rule
+    assert args == pytest_arguments()
+    assert not any(a.startswith(("--maxfail", "--tb")) for a in args)
+
+
+def _refused(reason: str, failures=()) -> GradeResult:
+    return GradeResult(grade=0.0, detected=0, total=24, graded=False, reason=reason,
+                       mutants=(), suite="s", clean_failures=tuple(failures),
+                       refusal=Refusal.FLAKY)
+
+
+def test_reports_carry_full_messages_and_the_console_may_abbreviate():
+    failure = RunFailure("s/t.py::a", LONG, details="def test_a():\n>   " + LONG)
+    result = _refused("grade 0: the suite is flaky", [failure])
+    full = terminal_report(result)
+    assert LONG in full and "def test_a():" in full
+    short = terminal_report(result, full=False)
+    assert LONG not in short and "FAILED s/t.py::a" in short
+    assert LONG in gradescope_results(result)["tests"][0]["output"]
+    assert LONG in junit_xml(result)
+
+
+def test_a_single_file_brings_its_folder(tmp_path):
+    (tmp_path / "helpers.py").write_text("X = 1\n")
+    (tmp_path / "conftest.py").write_text("")
+    (tmp_path / "test_a.py").write_text("def test_a():\n    pass\n")
+    (tmp_path / "__pycache__").mkdir()
+    with RunPool(tmp_path / "test_a.py") as pool:
+        assert pool.select == ("test_a.py",)
+        prepared = pool._prepare(RunRequest(reference_sources(), [], 10.0))
+        copy = prepared.run / tmp_path.name
+        assert sorted(p.name for p in copy.iterdir()) == ["conftest.py", "helpers.py",
+                                                          "test_a.py"]
+        assert prepared.job["args"] == ["test_a.py"]

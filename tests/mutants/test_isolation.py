@@ -3,9 +3,9 @@
 The adversarial suite (``suites/adversarial``) looks for a mutant in the environment, the
 command line, ``sys.path``, the working directory, module names and the reference modules'
 files, attributes and loaders, and fails when it finds any sign; it also writes everything it
-saw to a side channel. Graded over the whole catalogue it detects nothing, and every run after
-the clean one saw exactly the same thing. The clean run differs only in which modules the
-worker had already imported (it is the first run, which the decoys make worthless to know).
+saw to a side channel. Graded over the whole catalogue it detects nothing, and every run (the
+clean repeats, the decoys and the mutants) saw exactly the same thing, imported modules
+included: the worker starts every run from the same state.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import sys
 import pytest
 
 from spec_verify.mutants import CATALOGUE
-from spec_verify.mutants.grader import MutantState, grade
+from spec_verify.mutants.grader import MutantState, Refusal, grade
 
 from .test_grader import SUITES
 
@@ -29,29 +29,29 @@ def side_channel(tmp_path, monkeypatch):
     return tmp_path
 
 
+@pytest.mark.slow
 def test_the_adversarial_suite_gains_nothing(side_channel):
-    result = grade(SUITES / "adversarial", decoys=1)
+    result = grade(SUITES / "adversarial")
     assert result.graded, result.reason  # it passes clean and decoys, fails the canary
     assert result.detected == 0
     assert all(m.state is MutantState.SURVIVED for m in result.mutants)
     seen = [json.loads(p.read_text()) for p in sorted(side_channel.glob("*.json"))]
-    # clean + decoy + 24 mutants (the canary raises before the dump)
-    assert len(seen) == 1 + 1 + len(CATALOGUE)
-    without_modules = [{k: v for k, v in s.items() if k != "modules"} for s in seen]
-    assert all(view == without_modules[0] for view in without_modules)
-    module_sets = {tuple(s["modules"]) for s in seen}
-    assert len(module_sets) <= 2  # the clean run's, and everybody else's
-    assert "<RUN>/lib/reference/verify.py" in json.dumps(seen[0]["reference"])
+    # 3 clean repeats + 3 decoys + 24 mutants (the canary raises before the dump)
+    assert len(seen) == 3 + 3 + len(CATALOGUE)
+    assert all(view == seen[0] for view in seen)
 
 
-def test_a_suite_that_counts_runs_is_caught_by_the_decoys(side_channel):
-    result = grade(SUITES / "counts_runs", mutants=["s01", "s02", "s03"], decoys=1)
+@pytest.mark.slow
+def test_a_suite_that_counts_runs_is_refused_as_flaky(side_channel):
+    result = grade(SUITES / "counts_runs", mutants=["s01", "s02", "s03"])
     assert not result.graded
     assert result.grade == 0
-    assert "repeated clean run" in result.reason
-    assert "randomness, the clock, the order of runs" in result.reason
+    assert result.refusal is Refusal.FLAKY
+    assert "flaky" in result.reason
+    assert result.flaky_tests == ("counts_runs/test_counts_runs.py::test_first_run_only",)
 
 
+@pytest.mark.slow
 def test_the_reference_is_not_replaced_in_the_grader_process():
     before = sys.modules.get("spec_verify.reference")
     grade(SUITES / "writes_files", mutants=["s05"], decoys=0)
@@ -60,6 +60,7 @@ def test_the_reference_is_not_replaced_in_the_grader_process():
                    for name in list(sys.modules))
 
 
+@pytest.mark.slow
 def test_a_finder_that_claims_the_installed_reference_comes_too_late():
     # pytest's rewriting finder does this in a regular install; the run's copy is imported first.
     result = grade(SUITES / "claimed_reference", mutants=["s01"], decoys=0)
