@@ -85,7 +85,7 @@ def test_the_lottery_with_a_fixed_seed(weak, side_channel, monkeypatch):
     result = grade(CHEATS / "test_lottery.py", mutants=MUTANTS, jobs=1, order_seed=7)
     _no_better(result, weak)
     assert not result.graded  # with this seed it lost on a clean run, a decoy or a rerun
-    assert "test_lottery.py::test_lottery" in result.flaky_tests
+    assert "cheats/test_lottery.py::test_lottery" in result.flaky_tests
 
 
 def lottery_win_probability(f: float, mutants: int, repeats: int = DEFAULT_REPEATS,
@@ -131,3 +131,4 @@ def test_the_documented_numbers():
     credit = max(lottery_expected_credit(f, len(CATALOGUE)) for f in GRID)
     assert f"{worst:.4f}" in text
     assert f"{credit:.4f}" in text
+

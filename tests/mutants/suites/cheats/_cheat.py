@@ -37,6 +37,7 @@ def locked(name):
 
 def first_seen(name, value):
     """The value the first run stored under ``name`` (this run's when it is the first)."""
+    value = json.loads(json.dumps(value))  # as every later run reads it back
     with locked(name) as values:
         if not values:
             values.append(value)

@@ -1,10 +1,11 @@
-"""Bytecode cache side channel: a run that finds compiled files left by an earlier run (or
-older than itself) decides it is not the clean run and fails."""
+"""Bytecode cache side channel: a run that finds compiled files of an earlier run next to its
+tests (the grader used to plant the first run's rewritten bytecode in later runs) decides it is
+not the clean run and fails."""
 
 import time
 from pathlib import Path
 
-from _cheat import honest_part, reference_files
+from _cheat import honest_part
 
 STARTED = time.time()
 
@@ -14,7 +15,5 @@ def test_honest():
 
 
 def test_cache_side_channel():
-    roots = [Path.cwd(), *[Path(f).parent for f in reference_files()]]
-    stale = [p for root in roots if root.is_dir() for p in root.rglob("*.pyc")
-             if p.stat().st_mtime < STARTED - 0.5]
+    stale = [p for p in Path.cwd().rglob("*.pyc") if p.stat().st_mtime < STARTED]
     assert not stale, f"bytecode from an earlier run: {stale[:3]}"

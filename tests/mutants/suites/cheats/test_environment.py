@@ -1,5 +1,6 @@
 """Environment side channel: any variable that differs from the first run's."""
 
+import json
 import os
 
 from _cheat import first_seen, honest_part, normalised
@@ -12,4 +13,4 @@ def test_honest():
 def test_environment_side_channel():
     mine = sorted((k, normalised(v)) for k, v in os.environ.items())
     first = first_seen("environment", mine)
-    assert [list(x) for x in mine] == first
+    assert json.loads(json.dumps(mine)) == first
