@@ -1,0 +1,340 @@
+"""The data-only wire format between the harness and an untrusted process.
+
+Everything that crosses between the harness and a worker (which runs the implementation under
+test) or a suite's proxy (the grader) is a *frame*: plain data, never code. The peer may be
+hostile, so the reader trusts nothing: every length is bounded before anything is allocated,
+every field is checked, and reading has a deadline on a monotonic clock. Nothing is ever
+unpickled, unmarshalled or evaluated (the pickle docs' own warning: unpickling runs code).
+
+A frame on the stream::
+
+    magic   4 bytes   b"SVW1"
+    hlen    4 bytes   little-endian uint32: length of the header (JSON, UTF-8)
+    blen    8 bytes   little-endian uint64: length of the body (raw array bytes)
+    header  hlen bytes  {"header": {...}, "arrays": [[name, dtype, [shape...]], ...]}
+    body    blen bytes  the arrays' bytes, C order, little-endian, back to back
+
+The JSON header holds the message (a dict of JSON values: the caller's schema); each numpy
+array travels as raw bytes of one of a few plain dtypes (``DTYPES``), its name, dtype and shape
+listed in the header, and the body length must equal the sum of their sizes exactly.
+
+API (three functions and the errors):
+
+- ``send_message(sock, header, arrays={}, deadline=None, limits=LIMITS)``
+- ``recv_message(sock, deadline, limits=LIMITS) -> (header, arrays)``; arrays come back
+  read-only (views of the received bytes).
+- ``require(header, field, kind)``: one field of a received header, type-checked.
+- ``WireError`` (a malformed, oversized or truncated frame), its subclasses ``FrameTooLarge``,
+  ``WireTimeout`` (no whole frame before the deadline) and ``PeerClosed`` (end of stream
+  before a frame began).
+
+Deadlines are absolute ``time.monotonic()`` values (``None``: wait without limit, for a worker
+waiting for its next request). A reader that times out should treat the stream as broken: a
+frame may have been half read (the harness kills the peer).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import select
+import socket
+import struct
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = [
+    "DTYPES",
+    "LIMITS",
+    "FrameTooLarge",
+    "Limits",
+    "PeerClosed",
+    "WireError",
+    "WireTimeout",
+    "recv_message",
+    "require",
+    "send_message",
+]
+
+MAGIC = b"SVW1"
+_PREFIX = struct.Struct("<4sIQ")
+
+# The dtypes an array may have on the wire (little-endian names, as numpy spells them).
+DTYPES = frozenset({"<f8", "<f4", "<i8", "<i4", "<u8", "<u4", "|u1", "|i1", "|b1"})
+
+
+class WireError(Exception):
+    """A frame that is malformed, oversized or truncated: the peer broke the protocol."""
+
+
+class FrameTooLarge(WireError):
+    """A frame (or one of its parts) above the limits; nothing of its size was allocated."""
+
+
+class WireTimeout(WireError):
+    """No whole frame arrived (or could be sent) before the deadline."""
+
+
+class PeerClosed(WireError):
+    """The stream ended before a new frame began (the peer exited or closed its end)."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Hard bounds on one frame, checked from its prefix before anything is read.
+
+    Attributes:
+        max_header: bytes of JSON header.
+        max_body: bytes of array data.
+        max_arrays: arrays in one frame.
+        max_ndim: dimensions of one array.
+        max_depth: nesting depth of the JSON header.
+    """
+
+    max_header: int = 4 << 20
+    max_body: int = 256 << 20
+    max_arrays: int = 64
+    max_ndim: int = 4
+    max_depth: int = 32
+
+
+LIMITS = Limits()
+
+
+# ---- sending ----------------------------------------------------------------------------
+
+
+def _encode(
+    header: Mapping[str, Any], arrays: Mapping[str, Any], limits: Limits
+) -> list[bytes | memoryview]:
+    if not isinstance(header, Mapping):
+        raise WireError(f"header must be a dict, not {type(header).__name__}")
+    listing = []
+    chunks: list[bytes | memoryview] = []
+    total = 0
+    if len(arrays) > limits.max_arrays:
+        raise FrameTooLarge(f"{len(arrays)} arrays; at most {limits.max_arrays} per frame")
+    for name, value in arrays.items():
+        array = np.asarray(value)
+        dtype = array.dtype.newbyteorder("<") if array.dtype.byteorder == ">" else array.dtype
+        if dtype.str not in DTYPES:
+            raise WireError(f"array {name!r} has dtype {array.dtype}; the wire carries {DTYPES}")
+        if array.ndim > limits.max_ndim:
+            raise FrameTooLarge(f"array {name!r} has {array.ndim} dimensions")
+        array = np.ascontiguousarray(array, dtype=dtype)
+        listing.append([str(name), dtype.str, [int(n) for n in array.shape]])
+        chunks.append(array.data.cast("B") if array.size else b"")
+        total += array.nbytes
+    try:
+        text = json.dumps(
+            {"header": dict(header), "arrays": listing}, separators=(",", ":"), allow_nan=True
+        ).encode("utf-8")
+    except (TypeError, ValueError) as exc:
+        raise WireError(f"header is not plain JSON data: {exc}") from exc
+    if len(text) > limits.max_header:
+        raise FrameTooLarge(f"header of {len(text)} bytes; the limit is {limits.max_header}")
+    if total > limits.max_body:
+        raise FrameTooLarge(f"arrays of {total} bytes; the limit is {limits.max_body}")
+    return [_PREFIX.pack(MAGIC, len(text), total), text, *chunks]
+
+
+def _wait(sock: socket.socket, event: int, deadline: float | None, what: str) -> None:
+    poller = select.poll()
+    poller.register(sock.fileno(), event | select.POLLERR | select.POLLHUP)
+    while True:
+        if deadline is None:
+            timeout_ms = None
+        else:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise WireTimeout(f"{what}: the deadline passed")
+            timeout_ms = max(1, math.ceil(left * 1000))
+        if poller.poll(timeout_ms):
+            return
+
+
+def send_message(
+    sock: socket.socket,
+    header: Mapping[str, Any],
+    arrays: Mapping[str, Any] | None = None,
+    deadline: float | None = None,
+    limits: Limits = LIMITS,
+) -> None:
+    """Send one frame: ``header`` (JSON data) and ``arrays`` (name -> numpy array).
+
+    The write waits at most until ``deadline`` (a peer that stops reading cannot hang the
+    sender). Raises ``WireError`` when the header is not JSON data or an array's dtype is not
+    in ``DTYPES``, ``FrameTooLarge`` past ``limits``, ``WireTimeout`` at the deadline and
+    ``PeerClosed`` when the peer is gone.
+    """
+    for chunk in _encode(header, arrays or {}, limits):
+        view = memoryview(chunk)
+        while view.nbytes:
+            _wait(sock, select.POLLOUT, deadline, "sending a frame")
+            try:
+                sent = sock.send(view, socket.MSG_DONTWAIT)
+            except (BlockingIOError, InterruptedError):
+                continue
+            except (BrokenPipeError, ConnectionResetError) as exc:
+                raise PeerClosed(
+                    f"the peer closed the stream while a frame was sent ({exc})"
+                ) from exc
+            view = view[sent:]
+
+
+# ---- receiving --------------------------------------------------------------------------
+
+
+def _read_exact(
+    sock: socket.socket, n: int, deadline: float | None, what: str, started: bool
+) -> bytearray:
+    buffer = bytearray(n)
+    view = memoryview(buffer)
+    got = 0
+    while got < n:
+        _wait(sock, select.POLLIN, deadline, f"reading {what}")
+        try:
+            count = sock.recv_into(view[got:], n - got, socket.MSG_DONTWAIT)
+        except (BlockingIOError, InterruptedError):
+            continue
+        except ConnectionResetError as exc:
+            count = 0
+            if not started and got == 0:
+                raise PeerClosed(f"the peer reset the stream ({exc})") from exc
+        if count == 0:
+            if not started and got == 0:
+                raise PeerClosed("the peer closed the stream")
+            raise WireError(f"truncated frame: the stream ended after {got} of {n} bytes of {what}")
+        got += count
+    return buffer
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result = dict(pairs)
+    if len(result) != len(pairs):
+        raise WireError("the header repeats a key")
+    return result
+
+
+def _depth(value: Any, limit: int) -> int:
+    stack = [(value, 1)]
+    deepest = 0
+    while stack:
+        item, level = stack.pop()
+        deepest = max(deepest, level)
+        if deepest > limit:
+            break
+        if isinstance(item, dict):
+            stack.extend((v, level + 1) for v in item.values())
+        elif isinstance(item, list):
+            stack.extend((v, level + 1) for v in item)
+    return deepest
+
+
+def _listing(raw: Any, limits: Limits) -> list[tuple[str, np.dtype[Any], tuple[int, ...], int]]:
+    if not isinstance(raw, list) or len(raw) > limits.max_arrays:
+        raise WireError(f"the array listing must be a list of at most {limits.max_arrays}")
+    out = []
+    names = set()
+    for entry in raw:
+        if not (isinstance(entry, list) and len(entry) == 3):
+            raise WireError(f"array entry {entry!r:.80} is not [name, dtype, shape]")
+        name, dtype, shape = entry
+        if not isinstance(name, str) or name in names:
+            raise WireError(f"array name {name!r:.80} is not a new string")
+        if dtype not in DTYPES:
+            raise WireError(f"array {name!r}: dtype {dtype!r:.40} is not one of {sorted(DTYPES)}")
+        if not (
+            isinstance(shape, list)
+            and len(shape) <= limits.max_ndim
+            and all(type(n) is int and 0 <= n < 2**62 for n in shape)
+        ):
+            raise WireError(f"array {name!r}: shape {shape!r:.80} is not a list of sizes")
+        names.add(name)
+        kind = np.dtype(dtype)
+        nbytes = kind.itemsize * math.prod(shape)
+        if nbytes > limits.max_body:
+            raise FrameTooLarge(f"array {name!r} of {nbytes} bytes; the limit is {limits.max_body}")
+        out.append((name, kind, tuple(shape), nbytes))
+    return out
+
+
+def recv_message(
+    sock: socket.socket, deadline: float | None, limits: Limits = LIMITS
+) -> tuple[dict[str, Any], dict[str, NDArray[Any]]]:
+    """Read one whole frame by ``deadline`` (``time.monotonic()``; None waits without limit).
+
+    Returns:
+        ``(header, arrays)``: the header dict as sent, and name -> read-only numpy array.
+
+    Raises:
+        PeerClosed: the stream ended before the frame began.
+        WireTimeout: the frame was not whole by the deadline (the stream is then unusable).
+        FrameTooLarge: the prefix announces more than ``limits`` allow (nothing allocated).
+        WireError: anything else malformed: magic, JSON, schema, sizes, a truncated frame.
+    """
+    prefix = _read_exact(sock, _PREFIX.size, deadline, "the frame prefix", started=False)
+    magic, hlen, blen = _PREFIX.unpack(prefix)
+    if magic != MAGIC:
+        raise WireError(f"bad frame magic {bytes(magic)!r} (expected {MAGIC!r}): not our protocol")
+    if hlen > limits.max_header:
+        raise FrameTooLarge(f"a header of {hlen} bytes announced; the limit is {limits.max_header}")
+    if blen > limits.max_body:
+        raise FrameTooLarge(f"a body of {blen} bytes announced; the limit is {limits.max_body}")
+    text = _read_exact(sock, hlen, deadline, "the frame header", started=True)
+    try:
+        envelope = json.loads(text.decode("utf-8"), object_pairs_hook=_no_duplicates)
+    except WireError:
+        raise
+    except (ValueError, RecursionError) as exc:
+        raise WireError(f"the frame header is not JSON: {exc}") from exc
+    if not (isinstance(envelope, dict) and set(envelope) == {"header", "arrays"}):
+        raise WireError("the frame header must be {'header': {...}, 'arrays': [...]}")
+    header = envelope["header"]
+    if not isinstance(header, dict):
+        raise WireError(f"the message header is a {type(header).__name__}, not a dict")
+    if _depth(header, limits.max_depth) > limits.max_depth:
+        raise WireError(f"the header nests deeper than {limits.max_depth}")
+    listing = _listing(envelope["arrays"], limits)
+    if sum(nbytes for *_, nbytes in listing) != blen:
+        raise WireError(
+            f"the body has {blen} bytes but the arrays listed need "
+            f"{sum(nbytes for *_, nbytes in listing)}"
+        )
+    body = bytes(_read_exact(sock, blen, deadline, "the frame body", started=True)) if blen else b""
+    arrays: dict[str, NDArray[Any]] = {}
+    offset = 0
+    for name, kind, shape, nbytes in listing:
+        count = nbytes // kind.itemsize if kind.itemsize else 0
+        flat = np.frombuffer(body, dtype=kind, count=count, offset=offset)
+        arrays[name] = flat.reshape(shape)
+        offset += nbytes
+    return header, arrays
+
+
+def require(header: Mapping[str, Any], field: str, kind: type | tuple[type, ...]) -> Any:
+    """``header[field]``, checked to be of ``kind`` (``bool`` is not accepted as ``int``).
+
+    Raises:
+        WireError: the field is missing or has another type.
+    """
+    if field not in header:
+        raise WireError(f"the message has no field {field!r}")
+    value = header[field]
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    if isinstance(value, bool) and bool not in kinds:
+        raise WireError(f"field {field!r} is a bool; expected {_names(kinds)}")
+    if float in kinds and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if not isinstance(value, kinds):
+        raise WireError(f"field {field!r} is a {type(value).__name__}; expected {_names(kinds)}")
+    return value
+
+
+def _names(kinds: tuple[type, ...]) -> str:
+    return " or ".join(k.__name__ for k in kinds)
