@@ -1,9 +1,11 @@
 """Time to grade the example suite over all mutants, divided by one clean run of it.
 
 Both are measured in this run, on this machine: the clean run is ``python -m pytest`` on the
-suite in a fresh interpreter (what a student runs), the grading is ``grade()`` end to end
-(worker start, clean run, canary, decoy, 24 mutants, ``-j`` = the CPUs available). Goal: at
-most 3 on a 2-core machine. The CPU time of both (processes included) is printed too: on a
+suite in a fresh interpreter (what a student runs), the grading is ``grade()`` end to end with
+its defaults (both fork servers, 3 clean repeats, the canary, 3 decoys, 24 mutants, 2
+confirmations of each detection with 2 clean reruns, every run talking to its sampler's
+process through the proxy, ``-j`` = the CPUs available). Goal (issue 11): at most 6 on a
+2-core machine. The CPU time of both (processes included) is printed too: on a
 shared machine the wall-time ratio moves with other people's load, the CPU ratio much less.
 
     python benchmarks/bench_grade.py [--repeat N] [--suite PATH]
@@ -61,7 +63,7 @@ def main() -> int:
         print(f"round {round_}: clean run {clean:.2f} s (cpu {clean_cpu:.2f} s), grading "
               f"{graded:.2f} s (cpu {graded_cpu:.2f} s, {result.detected}/{result.total} "
               f"detected): ratio {graded / clean:.2f}, cpu ratio {graded_cpu / clean_cpu:.2f}")
-    print(f"grade time / clean run time: median {statistics.median(ratios):.2f} (goal <= 3); "
+    print(f"grade time / clean run time: median {statistics.median(ratios):.2f} (goal <= 6); "
           f"cpu time ratio: median {statistics.median(cpu_ratios):.2f}")
     return 0
 

@@ -1,32 +1,38 @@
-"""Graded runs: one temporary folder per run, executed by the fork server in ``_worker.py``.
+"""Graded runs: one temporary folder per run, run by two fork servers.
 
-A run folder is ``<grading tmp>/run-<random>/`` holding ``lib/reference/`` (the reference
-source for this run, clean or changed), ``<suite name>/`` (a fresh copy of the suite, the
-run's working directory), ``home/`` and ``tmp/`` (the run's ``HOME`` and ``TMPDIR``) and a
-``pytest.ini`` that stops pytest's search for configuration at the run folder (a suite's own
-configuration, closer to the tests, wins). Every run has exactly this layout; only the
-reference's text differs. The folder is deleted when the run has been read.
+A run is two processes: the suite's, forked by ``_worker.py`` (it runs pytest), and the graded
+sampler's, forked by ``_sampler.py`` (it serves the run's reference tree, clean or changed).
+They speak over a socket pair the grader makes per run: before handing one end to the suite's
+side, the grader writes the tree into it, so it arrives at the sampler's end; the suite's
+process only ever holds the proxy (``_proxy.py``) and never the source, in memory or on disk.
+
+A run folder is ``<grading tmp>/run-<random>/`` holding ``<suite name>/`` (a fresh copy of the
+suite's folder, the run's working directory), ``home/`` and ``tmp/`` (the run's ``HOME`` and
+``TMPDIR``) and a ``pytest.ini`` that stops pytest's search for configuration at the run
+folder (a suite's own configuration, closer to the tests, wins). Every run has exactly this
+layout. The folder is deleted when the run has been read.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
-import py_compile
 import secrets
 import shutil
+import socket
 import stat
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
+from spec_verify.adapters._wire import WireError, send_message
 from spec_verify.errors import SpecVerifyError
 
 __all__ = ["RunFailure", "RunOutcome", "RunPool", "RunRequest", "WorkerError"]
@@ -190,6 +196,7 @@ class _Prepared:
     run: Path
     job: dict[str, Any]
     before: Mapping[str, tuple[int, int]]
+    sources: Mapping[str, str]
 
 
 class RunPool:
@@ -214,16 +221,30 @@ class RunPool:
         self._log: IO[bytes] | None = None
         self._runs: dict[str, _Prepared] = {}
         self._finished: list[Path] = []
-        self._pyc: dict[str, bytes] = {}  # sha256 of (file name, source) -> hash-checked pyc
+        self._sampler: subprocess.Popen[bytes] | None = None
+        self._sampler_control: socket.socket | None = None  # jobs and socket ends to serve
+        self._handover: socket.socket | None = None  # the suite's socket ends, to the worker
 
     def __enter__(self) -> RunPool:
         self.root = Path(tempfile.mkdtemp(prefix="spec-verify-grade-", dir=scratch_dir()))
         self._log = open(self.root / "worker.log", "wb")
-        self._worker = subprocess.Popen(
-            [sys.executable, "-m", "spec_verify.mutants._worker"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log,
-            cwd=self.root, env=worker_environment(), start_new_session=True,
-        )
+        self._sampler_control, sampler_end = socket.socketpair(socket.AF_UNIX,
+                                                               socket.SOCK_SEQPACKET)
+        self._handover, worker_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        with sampler_end, worker_end:
+            self._sampler = subprocess.Popen(
+                [sys.executable, "-m", "spec_verify.mutants._sampler",
+                 str(sampler_end.fileno())],
+                stdin=subprocess.DEVNULL, stdout=self._log, stderr=self._log,
+                pass_fds=[sampler_end.fileno()], cwd=self.root, env=worker_environment(),
+                start_new_session=True,
+            )
+            self._worker = subprocess.Popen(
+                [sys.executable, "-m", "spec_verify.mutants._worker", str(worker_end.fileno())],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log,
+                pass_fds=[worker_end.fileno()], cwd=self.root, env=worker_environment(),
+                start_new_session=True,
+            )
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
@@ -244,6 +265,17 @@ class RunPool:
                 worker.wait()
             if worker.stdout:
                 worker.stdout.close()
+        for channel in (self._handover, self._sampler_control):
+            if channel is not None:
+                channel.close()
+        self._handover = self._sampler_control = None
+        sampler, self._sampler = self._sampler, None
+        if sampler is not None:  # it ends every served child when its control socket closes
+            try:
+                sampler.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                sampler.kill()
+                sampler.wait()
         if self._log is not None:
             self._log.close()
             self._log = None
@@ -252,7 +284,6 @@ class RunPool:
             self.root = None
         self._runs.clear()
         self._finished.clear()
-        self._pyc.clear()
 
     def _send(self, message: Mapping[str, Any]) -> None:
         if self._worker is None or self._worker.stdin is None or self.root is None:
@@ -264,33 +295,6 @@ class RunPool:
             raise WorkerError(f"the grader's worker process is gone ({exc}); see "
                               f"{self.root / 'worker.log'}") from exc
 
-    def _write_reference(self, sources: Mapping[str, str], lib: Path) -> None:
-        """The tree's files, with bytecode compiled once per distinct file (hash-checked
-        pycs stay valid whatever the files' times)."""
-        assert self.root is not None
-        tag = sys.implementation.cache_tag
-        folders = {(lib / name).parent for name in sources}
-        if tag is not None:
-            folders |= {(lib / name).parent / "__pycache__" for name in sources
-                        if name.endswith(".py")}
-        for folder in sorted(folders):
-            folder.mkdir(parents=True, exist_ok=True)
-        for name, text in sources.items():
-            target = lib / name
-            target.write_text(text, encoding="utf-8")
-            if not name.endswith(".py") or tag is None:
-                continue
-            key = hashlib.sha256(f"{name}\0{text}".encode()).hexdigest()
-            compiled = self._pyc.get(key)
-            if compiled is None:
-                cached = self.root / "pyc" / f"{key}.pyc"
-                with contextlib.suppress(py_compile.PyCompileError, OSError):
-                    py_compile.compile(str(target), cfile=str(cached), doraise=True,
-                                       invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH)
-                    compiled = self._pyc[key] = cached.read_bytes()
-            if compiled is not None:
-                (target.parent / "__pycache__" / f"{target.stem}.{tag}.pyc").write_bytes(compiled)
-
     @property
     def running(self) -> int:
         return len(self._runs)
@@ -300,8 +304,26 @@ class RunPool:
         return self._start(self._prepare(request))
 
     def _start(self, prepared: _Prepared) -> str:
-        self._send(prepared.job)
         token = str(prepared.job["token"])
+        if self._sampler_control is None or self._handover is None:
+            raise WorkerError("the run pool is not started (use it as a context manager)")
+        suite_end, sampler_end = socket.socketpair()
+        try:
+            with sampler_end:
+                socket.send_fds(self._sampler_control,
+                                [json.dumps({"op": "serve", "token": token}).encode()],
+                                [sampler_end.fileno()])
+            # the tree goes in at the suite's end and comes out at the sampler's: the suite's
+            # process receives an end whose incoming side holds only the sampler's replies
+            send_message(suite_end, {"sources": dict(prepared.sources)},
+                         deadline=time.monotonic() + 60)
+            socket.send_fds(self._handover, [token.encode()], [suite_end.fileno()])
+        except (OSError, WireError) as exc:
+            raise WorkerError(f"the grader could not start a run ({exc}); see "
+                              f"{self.root / 'worker.log' if self.root else 'the log'}") from exc
+        finally:
+            suite_end.close()
+        self._send(prepared.job)
         self._runs[token] = prepared
         return token
 
@@ -311,7 +333,6 @@ class RunPool:
         if self.root is None:
             raise WorkerError("the run pool is not started (use it as a context manager)")
         run = Path(tempfile.mkdtemp(prefix="run-", dir=self.root))
-        self._write_reference(sources, run / "lib" / "reference")
         copy = run / self.suite_name
         # Links are copied as their targets: writing through a link must not reach outside
         # the run's folder. A single test file brings its whole folder (helpers, conftest).
@@ -324,7 +345,7 @@ class RunPool:
         select = self.select if request.select is None else tuple(request.select)
         job = {"token": secrets.token_hex(8), "run_dir": str(run), "suite_name": self.suite_name,
                "args": [*request.args, *select], "timeout": request.timeout}
-        return _Prepared(run, job, before)
+        return _Prepared(run, job, before, sources)
 
     def next_done(self, keep: bool = False) -> tuple[str, RunOutcome]:
         """Block until a run ends; its token and outcome. The run's folder is deleted, or
@@ -339,6 +360,9 @@ class RunPool:
         token = str(reply["token"])
         prepared = self._runs.pop(token)
         run = prepared.run
+        if self._sampler_control is not None:  # the run is over: so is its sampler
+            with contextlib.suppress(OSError):
+                self._sampler_control.send(json.dumps({"op": "end", "token": token}).encode())
         outcome = self._outcome(run, prepared.before, reply)
         if keep:
             self._finished.append(run)

@@ -10,8 +10,8 @@ line on standard input and forks a child for it. The child, and only the child:
 - sets ``HOME`` and ``TMPDIR`` to folders inside the run, ``cwd`` to the suite's copy;
 - seeds ``random`` and numpy's global generator with 0, and passes ``--hypothesis-seed=0``, so
   the same suite gets the same result every time;
-- puts a finder first on ``sys.meta_path`` that imports ``spec_verify.reference`` from the
-  run's copy of the reference source (``<run>/lib/reference``);
+- installs ``spec_verify.reference`` as the proxy (``_proxy.py``) of the run's sampler process,
+  over the socket the grader handed over for this run (the source never comes here);
 - runs ``pytest.main`` with a recorder plugin, writes ``<run>/outcome.json`` and exits.
 
 Speed: each child starts warm (a fixed list of preloaded libraries, a frozen heap, a premade
@@ -38,11 +38,11 @@ import json
 import os
 import select
 import signal
+import socket
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 __all__ = ["main"]
@@ -51,31 +51,11 @@ PACKAGE = "spec_verify.reference"
 # Libraries imported once in the worker, before any run, so that each forked run starts warm
 # (pytest would otherwise rewrite hypothesis's plugin modules in every run). The list is fixed:
 # what a run finds already imported never depends on earlier runs.
-_PRELOAD = ("numpy", "pytest", "hypothesis", "_hypothesis_pytestplugin")
+_PRELOAD = ("numpy", "pytest", "hypothesis", "_hypothesis_pytestplugin",
+            "spec_verify.mutants._proxy")
 _MESSAGE_LIMIT = 10000  # a failure's message, whole unless enormous
 _DETAILS_LIMIT = 20000  # its traceback
 _INTERNAL_ERROR = 70  # the child's own setup failed (EX_SOFTWARE): the grader reports it
-
-
-class _ReferenceFinder(importlib.machinery.PathFinder):
-    """Imports ``spec_verify.reference`` and its submodules from one folder."""
-
-    def __init__(self, directory: str) -> None:
-        self.directory = directory
-
-    def find_spec(  # type: ignore[override]
-        self, fullname: str, path: Sequence[str] | None = None, target: ModuleType | None = None
-    ) -> importlib.machinery.ModuleSpec | None:
-        if fullname == PACKAGE:
-            init = os.path.join(self.directory, "__init__.py")
-            loader = importlib.machinery.SourceFileLoader(fullname, init)
-            spec = importlib.machinery.ModuleSpec(fullname, loader, origin=init, is_package=True)
-            spec.has_location = True
-            spec.submodule_search_locations = [self.directory]
-            return spec
-        if fullname.startswith(PACKAGE + "."):
-            return importlib.machinery.PathFinder.find_spec(fullname, [self.directory])
-        return None
 
 
 class _Recorder:
@@ -155,12 +135,15 @@ def _run_child(job: dict[str, Any]) -> int:
     sys.path[0] = str(cwd)  # as ``python -m pytest`` run from the suite's folder
     if any(_is_reference(name) for name in sys.modules):
         raise RuntimeError("the worker imported the reference before forking")
-    sys.meta_path.insert(0, _ReferenceFinder(str(run / "lib" / "reference")))
-    # Import it now: pytest puts its assertion-rewriting finder first on sys.meta_path, and in
-    # a regular install it claims every module of the spec_verify distribution (a pytest
-    # plugin), the installed reference included. A reference that cannot be imported is left
-    # for the suite's own import to report.
+    # spec_verify.reference is the proxy of this run's sampler process; import it now: pytest
+    # puts its assertion-rewriting finder first on sys.meta_path, and in a regular install it
+    # claims every module of the spec_verify distribution (a pytest plugin), the installed
+    # reference included. A reference that cannot be imported is left for the suite's own
+    # import to report.
+    from spec_verify.mutants._proxy import install
+
     try:
+        install(socket.socket(fileno=int(job["sampler_fd"])))
         importlib.import_module(PACKAGE)
     except Exception:
         for name in [n for n in sys.modules if _is_reference(n)]:
@@ -292,6 +275,7 @@ def main() -> int:
     _preload(_PRELOAD)
     requests = os.dup(0)
     replies = os.dup(1)
+    handover = socket.socket(fileno=int(sys.argv[1]))  # the suite's ends of the socket pairs
     os.dup2(2, 1)  # stray prints must not corrupt the protocol
     running: dict[int, dict[str, Any]] = {}
     premade_by_options: dict[tuple[str, ...], Any] = {}
@@ -332,10 +316,15 @@ def main() -> int:
                 if options not in premade_by_options:
                     premade_by_options[options] = _premake_config(job["args"])
                 job["premade"] = premade_by_options[options]
+                data, fds, _, _ = socket.recv_fds(handover, 256, 1)
+                if data.decode() != job["token"] or len(fds) != 1:
+                    raise RuntimeError("the grader's handover is out of step with its jobs")
+                job["sampler_fd"] = fds[0]
                 job["started"] = time.monotonic()
                 job["deadline"] = job["started"] + float(job["timeout"])
                 job["timed_out"] = False
-                pid = _fork(job, (requests, replies, *pidfds))
+                pid = _fork(job, (requests, replies, handover.fileno(), *pidfds))
+                os.close(job["sampler_fd"])
                 running[pid] = job
                 if use_pidfds:
                     try:

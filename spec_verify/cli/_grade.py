@@ -26,7 +26,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "suite imports the contract as spec_verify.reference (or uses the plugin's spec_impl "
         "fixture). Exit code 0 when the suite was graded and the grade reaches --fail-under.",
     )
-    parser.add_argument("path", metavar="PATH", help="a folder of tests or one test file")
+    parser.add_argument("path", metavar="PATH", help="a folder of tests or one test file "
+                        "(with --submissions: a folder of submissions, one folder each)")
+    parser.add_argument("--submissions", action="store_true",
+                        help="PATH holds one folder per submission: grade each, print a "
+                        "summary table (exit 0 when the batch ran, whatever the grades)")
+    parser.add_argument("--csv", metavar="FILE",
+                        help="with --submissions: one row per submission (grade, reason)")
     parser.add_argument("-j", "--jobs", type=int, default=None, metavar="N",
                         help="runs at a time (default: the available CPUs)")
     parser.add_argument("--mutants", default=None, metavar="IDS",
@@ -71,6 +77,11 @@ def run(args: argparse.Namespace) -> int:
         if not args.quiet:
             print(line, file=sys.stderr, flush=True)
 
+    if args.submissions:
+        return _batch(args, mutants, progress)
+    if args.csv:
+        print("spec-verify grade: error: --csv needs --submissions", file=sys.stderr)
+        return ExitCode.USAGE_ERROR
     try:
         result = grade(
             args.path, jobs=args.jobs, mutants=mutants, timeout_factor=args.timeout_factor,
@@ -93,4 +104,25 @@ def run(args: argparse.Namespace) -> int:
             print(f"wrote {target}", file=sys.stderr)
     if not result.graded or 100 * result.grade < args.fail_under:
         return ExitCode.FAILED
+    return ExitCode.PASSED
+
+
+def _batch(args: argparse.Namespace, mutants: list[str] | None,
+           progress: Callable[[str], None]) -> int:
+    """``--submissions``: grade every submission folder; the table and the CSV."""
+    from spec_verify.errors import InvalidArgument
+    from spec_verify.mutants.batch import grade_submissions, summary_table, write_csv
+
+    try:
+        rows = grade_submissions(
+            args.path, progress=progress, jobs=args.jobs, mutants=mutants,
+            timeout_factor=args.timeout_factor, min_timeout=args.min_timeout,
+            clean_timeout=args.clean_timeout, decoys=args.decoys, repeats=args.repeats)
+    except InvalidArgument as error:
+        print(f"spec-verify grade: error: {error}", file=sys.stderr)
+        return ExitCode.USAGE_ERROR
+    print(summary_table(rows), end="")
+    if args.csv:
+        write_csv(rows, args.csv)
+        print(f"wrote {args.csv}", file=sys.stderr)
     return ExitCode.PASSED

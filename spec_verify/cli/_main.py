@@ -24,6 +24,7 @@ _COMMANDS = (
     "spec_verify.cli._power",
     "spec_verify.cli._mutants",
     "spec_verify.cli._grade",
+    "spec_verify.cli._gradescope",
     "spec_verify.cli._prove",
 )
 

@@ -132,3 +132,21 @@ def test_the_documented_numbers():
     assert f"{worst:.4f}" in text
     assert f"{credit:.4f}" in text
 
+
+@pytest.mark.slow
+def test_reading_the_implementation_gains_nothing(weak, side_channel, tmp_path):
+    # the suite ships a pristine copy of the reference and compares everything of the
+    # reference its process holds (sources, module files, code objects in memory) with it
+    import shutil
+
+    from spec_verify.mutants._source import reference_sources
+
+    suite = tmp_path / "cheats"
+    shutil.copytree(CHEATS, suite)
+    for name, text in reference_sources().items():
+        (suite / "pristine" / name).parent.mkdir(parents=True, exist_ok=True)
+        (suite / "pristine" / name).write_text(text)
+    result = grade(suite / "test_source_compare.py", mutants=MUTANTS)
+    assert result.graded, (result.reason, result.clean_failures)
+    assert [(m.mutant_id, m.state) for m in result.mutants] == [
+        (m.mutant_id, m.state) for m in weak.mutants]

@@ -44,7 +44,8 @@ def _fingerprint():
             "path": [norm(p) for p in getattr(module, "__path__", [])],
             "attributes": sorted(vars(module)),
         }
-    reference_dir = Path(ref.__file__).parent
+    file = getattr(ref, "__file__", None)  # the proxy has none: no source to find
+    reference_dir = Path(file).parent if file else None
     return {
         "env": sorted((k, norm(v)) for k, v in os.environ.items()),
         "argv": [norm(a) for a in sys.argv],
@@ -53,7 +54,7 @@ def _fingerprint():
         "meta_path": [type(finder).__qualname__ for finder in sys.meta_path],
         "reference": modules,
         "reference_files": sorted(p.relative_to(reference_dir).as_posix()
-                                  for p in reference_dir.rglob("*")),
+                                  for p in reference_dir.rglob("*")) if reference_dir else [],
         "run_folder": sorted(p.name for p in Path(run).iterdir()),
         "modules": sorted(sys.modules),
     }

@@ -1,8 +1,6 @@
-import os
-
 import spec_verify.reference as ref
 
 
-def test_the_run_copy_is_in_use():
+def test_the_served_proxy_is_in_use():
     assert ref.SamplingParams().temperature == 1.0
-    assert os.sep + os.path.join("lib", "reference", "__init__.py") in ref.__file__
+    assert getattr(ref, "__file__", None) is None  # the proxy, not the installed files

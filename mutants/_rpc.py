@@ -1,0 +1,624 @@
+"""Objects across a socket: a small symmetric RPC over the data-only wire format.
+
+The grader serves the graded sampler from one process (``_sampler.py``) to the suite's process
+(``_proxy.py``). Either side may hold objects of the other: the suite holds the reference's
+drafts, models, caches and results as *handles*; the reference holds the suite's callbacks (its
+uniform source, a draft or model it wrote) the same way. Plain data travels by value: None,
+bools, ints, floats, strings, bytes, lists, tuples, dicts, sets, ranges, complex numbers,
+fractions, slices, numpy arrays and scalars of plain dtypes. Everything else travels as a
+reference to the side that owns it, and calls, attribute reads and writes, and the few
+builtins in ``BUILTINS`` on a reference go back to that side.
+
+One conversation, strictly alternating: a side sends a request and serves the peer's nested
+requests (callbacks) until its own reply arrives. Frames are ``spec_verify.adapters._wire``
+messages (JSON header plus one raw byte blob for every array, bytes and scalar of the message;
+never pickle). A side never sends code, tracebacks or source: an exception travels as its type,
+its arguments and its public attributes.
+
+What a peer may ask of the *serving* side is limited (``Endpoint.restricted``): no attribute
+whose name starts with ``_`` (so no ``__code__``, ``__globals__``, ``__loader__``, module
+internals), only the builtins of ``BUILTINS``.
+"""
+
+from __future__ import annotations
+
+import builtins
+import copy
+import math
+import operator
+import re
+import socket
+import threading
+from collections.abc import Callable, Mapping
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from spec_verify.adapters import _wire
+from spec_verify.adapters._wire import WireError, recv_message
+
+__all__ = ["BUILTINS", "Endpoint", "ProtocolError", "Remote", "RemoteError"]
+
+_MAX_ITEMS = 1 << 20  # elements of one container, either way
+_DTYPE = re.compile(r"[<>|=][biufc][0-9]{1,2}")
+
+
+class ProtocolError(Exception):
+    """The peer sent something outside the protocol (a broken or hostile peer)."""
+
+
+class RemoteError(Exception):
+    """An exception of the peer whose type has no counterpart here (its name and message)."""
+
+
+def _call(function: Any, *args: Any, **kwargs: Any) -> Any:
+    return function(*args, **kwargs)
+
+
+# The builtins a peer may apply to an object of ours, by name.
+BUILTINS: Mapping[str, Callable[..., Any]] = {
+    "call": _call, "len": len, "iter": iter, "next": next, "bool": bool, "hash": hash,
+    "repr": repr, "str": str, "getitem": operator.getitem, "setitem": operator.setitem,
+    "delitem": operator.delitem, "contains": operator.contains, "eq": operator.eq,
+    "ne": operator.ne, "lt": operator.lt, "le": operator.le, "gt": operator.gt,
+    "ge": operator.ge, "copy": copy.copy, "deepcopy": copy.deepcopy, "int": int,
+    "float": float, "index": operator.index,
+}
+
+# Dunder methods that forward to the owner's builtin of the same meaning.
+DUNDERS: Mapping[str, str] = {
+    "__len__": "len", "__iter__": "iter", "__next__": "next", "__bool__": "bool",
+    "__hash__": "hash", "__str__": "str", "__getitem__": "getitem",
+    "__setitem__": "setitem", "__delitem__": "delitem", "__contains__": "contains",
+    "__eq__": "eq", "__ne__": "ne", "__lt__": "lt", "__le__": "le", "__gt__": "gt",
+    "__ge__": "ge", "__call__": "call", "__int__": "int", "__float__": "float",
+    "__index__": "index",
+}
+
+_SAFE_EXCEPTION_MODULES = ("builtins", "dataclasses", "numpy")
+
+
+class Remote:
+    """A generic handle on an object of the peer (one without a richer proxy class)."""
+
+    __slots__ = ("__weakref__", "_sv_endpoint", "_sv_id")
+
+    _sv_endpoint: Endpoint
+    _sv_id: int
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_sv_") or (name.startswith("__") and name.endswith("__")):
+            raise AttributeError(name)
+        return self._sv_endpoint.getattr(self, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name.startswith("_sv_"):
+            object.__setattr__(self, name, value)
+        else:
+            self._sv_endpoint.setattr(self, name, value)
+
+    def __delattr__(self, name: str) -> None:
+        self._sv_endpoint.request({"op": "delattr", "name": name}, [self])
+
+    def __repr__(self) -> str:
+        return str(self._sv_endpoint.builtin("repr", self))
+
+    def __del__(self) -> None:
+        endpoint = getattr(self, "_sv_endpoint", None)
+        number = getattr(self, "_sv_id", None)
+        if endpoint is not None and number is not None:
+            endpoint.forget(number)
+
+    def __copy__(self) -> Any:
+        return self._sv_endpoint.builtin("copy", self)
+
+    def __deepcopy__(self, memo: Any) -> Any:
+        return self._sv_endpoint.builtin("deepcopy", self)
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        raise TypeError("a handle on an object of the graded sampler's process cannot be "
+                        "pickled; copy what you need out of it")
+
+
+def _forwarding_dunder(dunder: str, builtin: str) -> Callable[..., Any]:
+    def method(self: Any, *args: Any) -> Any:
+        return self._sv_endpoint.builtin(builtin, self, *args)
+
+    method.__name__ = dunder
+    return method
+
+
+for _dunder, _builtin in DUNDERS.items():
+    setattr(Remote, _dunder, _forwarding_dunder(_dunder, _builtin))
+
+
+class _Method:
+    """A method of a peer's object, bound to it (one round trip per call)."""
+
+    __slots__ = ("name", "target")
+
+    def __init__(self, target: Any, name: str) -> None:
+        self.target = target
+        self.name = name
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.target._sv_endpoint.call_method(self.target, self.name, args, kwargs)
+
+    def __repr__(self) -> str:
+        return f"<remote method {self.name}>"
+
+
+class Endpoint:
+    """One side of the conversation.
+
+    Args:
+        sock: the connected socket.
+        restricted: refuse the peer attribute names starting with ``_`` (the serving side).
+        make_proxy: ``(endpoint, id, class_key) -> object``: the local handle on a peer
+            object (default: a ``Remote``); the proxy package passes its proxy classes.
+        class_key: ``object -> str | None``: a key for the class of an object of ours,
+            sent with its handle so the peer can pick a richer proxy class.
+        local_class: ``object -> bool``: whether a local object is a handle of ours on the
+            peer's object (sent back as the peer's own reference).
+    """
+
+    def __init__(self, sock: socket.socket, *, restricted: bool = False,
+                 make_proxy: Callable[[Endpoint, int, str | None], Any] | None = None,
+                 class_key: Callable[[Any], str | None] | None = None,
+                 exception_class: Callable[[str], type[BaseException] | None] | None = None,
+                 exception_key: Callable[[type[BaseException]], str | None] | None = None,
+                 ) -> None:
+        self.sock = sock
+        self.restricted = restricted
+        self._make_proxy = make_proxy or _make_remote
+        self._class_key = class_key or (lambda value: None)
+        self._exception_class = exception_class or (lambda key: None)
+        self._exception_key = exception_key or (lambda kind: None)
+        self._exports: dict[int, Any] = {}  # our objects the peer holds: id -> object
+        self._export_ids: dict[int, int] = {}  # id(object) -> export id
+        self._next_export = 1
+        self._imports: dict[int, Any] = {}  # the peer's objects: id -> our handle (weak)
+        self._released: list[int] = []  # handles dropped here, told to the peer next time
+        self._lock = threading.RLock()  # re-entrant: a handle's __del__ may run inside _send
+        self._methods: set[tuple[int, str]] = set()  # (import id, name) known to be methods
+        self.handlers: dict[str, Callable[[dict[str, Any], list[Any]], Any]] = {}
+        # Local stand-ins for the peer's objects: handle types (their instances carry
+        # ``_sv_id``) and long-lived aliases (proxy classes and functions: id -> peer id).
+        self.handle_types: set[type] = {Remote}
+        self.aliases: dict[int, tuple[Any, int]] = {}
+
+    # ---- handles -------------------------------------------------------------------------
+
+    def export(self, value: Any) -> int:
+        key = id(value)
+        found = self._export_ids.get(key)
+        if found is not None and self._exports.get(found) is value:
+            return found
+        number = self._next_export
+        self._next_export += 1
+        self._exports[number] = value
+        self._export_ids[key] = number
+        return number
+
+    def forget(self, number: int) -> None:
+        """Our handle on the peer's object ``number`` is gone (called from ``__del__``)."""
+        with self._lock:
+            self._released.append(number)
+            self._imports.pop(number, None)
+
+    def adopt(self, number: int, handle: Any) -> None:
+        """Make ``handle`` the local stand-in for the peer's object ``number``."""
+        import weakref
+
+        self._imports[number] = weakref.ref(handle)
+
+    def _handle(self, number: int, key: str | None) -> Any:
+        import weakref
+
+        found = self._imports.get(number)
+        if found is not None:
+            obj = found()
+            if obj is not None:
+                return obj
+        with self._lock:
+            if number in self._released:  # it came back before we told the peer
+                self._released.remove(number)
+        obj = self._make_proxy(self, number, key)
+        self._imports[number] = weakref.ref(obj)
+        return obj
+
+    def peer_id(self, value: Any) -> int | None:
+        """The peer's handle number when ``value`` stands here for one of its objects."""
+        kind = type(value)
+        if kind in self.handle_types:
+            if kind is Remote:
+                number = object.__getattribute__(value, "_sv_id")
+            else:
+                number = object.__getattribute__(value, "__dict__").get("_sv_id")
+            return number if isinstance(number, int) else None
+        alias = self.aliases.get(id(value))
+        return alias[1] if alias is not None and alias[0] is value else None
+
+    # ---- values --------------------------------------------------------------------------
+
+    def encode(self, value: Any, blob: bytearray, depth: int = 0) -> Any:  # noqa: PLR0911
+        """``value`` as JSON data, raw bytes appended to ``blob``."""
+        if depth > 12:
+            raise ProtocolError("a value nests more than 12 levels deep: send it flatter")
+        kind = type(value)
+        if value is None or kind in (bool, str):
+            return value
+        if kind is int:
+            return value if -(2**63) <= value < 2**64 else {"t": "int", "v": str(value)}
+        if kind is float:
+            return value if math.isfinite(value) else {"t": "float", "v": repr(value)}
+        if kind in (list, tuple, set, frozenset):
+            if len(value) > _MAX_ITEMS:
+                raise ProtocolError(f"a {kind.__name__} of {len(value)} items is too long")
+            items = [self.encode(v, blob, depth + 1) for v in value]
+            return items if kind is list else {"t": kind.__name__, "v": items}
+        if kind is dict:
+            if len(value) > _MAX_ITEMS:
+                raise ProtocolError(f"a dict of {len(value)} items is too long")
+            return {"t": "dict", "k": [self.encode(k, blob, depth + 1) for k in value],
+                    "v": [self.encode(v, blob, depth + 1) for v in value.values()]}
+        if kind is np.ndarray and value.dtype.kind in "biufc" and not value.dtype.hasobject:
+            data = np.ascontiguousarray(value)
+            start = len(blob)
+            blob += data.tobytes()
+            return {"t": "array", "d": data.dtype.str, "s": list(data.shape), "o": start,
+                    "n": data.nbytes}
+        if isinstance(value, np.generic) and value.dtype.kind in "biufc":
+            start = len(blob)
+            blob += value.tobytes()
+            return {"t": "scalar", "d": value.dtype.str, "o": start, "n": value.nbytes}
+        if kind is bytes:
+            start = len(blob)
+            blob += value
+            return {"t": "bytes", "o": start, "n": len(value)}
+        if kind is range:
+            return {"t": "range", "v": [value.start, value.stop, value.step]}
+        if kind is complex:
+            return {"t": "complex", "v": [repr(value.real), repr(value.imag)]}
+        if kind is Fraction:
+            return {"t": "fraction", "v": [str(value.numerator), str(value.denominator)]}
+        if kind is slice:
+            return {"t": "slice", "v": [self.encode(v, blob, depth + 1)
+                                        for v in (value.start, value.stop, value.step)]}
+        if value is Ellipsis:
+            return {"t": "ellipsis"}
+        if kind is _MethodMarker:
+            return {"t": "method"}
+        number = self.peer_id(value)
+        if number is not None:
+            return {"t": "yours", "id": number}
+        return {"t": "mine", "id": self.export(value), "c": self._class_key(value)}
+
+    def decode(self, data: Any, blob: memoryview, depth: int = 0) -> Any:  # noqa: PLR0911
+        """The value ``data`` (from ``encode`` on the peer) stands for."""
+        if depth > 40:
+            raise ProtocolError("a value nests too deep")
+        if data is None or isinstance(data, (bool, int, float, str)):
+            return data
+        if isinstance(data, list):
+            return [self.decode(v, blob, depth + 1) for v in data]
+        if not isinstance(data, dict):
+            raise ProtocolError(f"unexpected value {data!r:.60}")
+        tag = data.get("t")
+        items = data.get("v")
+        if tag in ("tuple", "set", "frozenset"):
+            values = [self.decode(v, blob, depth + 1) for v in _list(items)]
+            return {"tuple": tuple, "set": set, "frozenset": frozenset}[tag](values)
+        if tag == "dict":
+            keys = [self.decode(k, blob, depth + 1) for k in _list(data.get("k"))]
+            values = [self.decode(v, blob, depth + 1) for v in _list(items)]
+            if len(keys) != len(values):
+                raise ProtocolError("a dict's keys and values differ in number")
+            return dict(zip(keys, values, strict=True))
+        if tag in ("array", "scalar", "bytes"):
+            return _raw(tag, data, blob)
+        if tag == "int":
+            return int(str(items))
+        if tag == "float":
+            return float(str(items))
+        if tag == "range":
+            return range(*(int(v) for v in _list(items)))
+        if tag == "complex":
+            real, imag = _list(items)
+            return complex(float(real), float(imag))
+        if tag == "fraction":
+            numerator, denominator = _list(items)
+            return Fraction(int(numerator), int(denominator))
+        if tag == "slice":
+            return slice(*(self.decode(v, blob, depth + 1) for v in _list(items)))
+        if tag == "ellipsis":
+            return Ellipsis
+        if tag == "method":
+            return _MethodMarker()
+        if tag == "yours":
+            number = data.get("id")
+            if not isinstance(number, int) or number not in self._exports:
+                raise ProtocolError(f"no object of ours has the handle {number!r:.40}")
+            return self._exports[number]
+        if tag == "mine":
+            number, key = data.get("id"), data.get("c")
+            if not isinstance(number, int) or not (key is None or isinstance(key, str)):
+                raise ProtocolError("a malformed handle")
+            return self._handle(number, key)
+        raise ProtocolError(f"unknown value tag {tag!r:.40}")
+
+    # ---- exceptions ----------------------------------------------------------------------
+
+    def encode_exception(self, error: BaseException, blob: bytearray) -> dict[str, Any]:
+        kind = type(error)
+        attributes = {k: v for k, v in vars(error).items() if not k.startswith("_")} if hasattr(
+            error, "__dict__") else {}
+        return {
+            "mine": self.export(error), "key": self._exception_key(kind),
+            "module": kind.__module__, "name": kind.__qualname__,
+            "bases": [c.__qualname__ for c in kind.__mro__ if c.__module__ == "builtins"],
+            "args": self._encode_lenient(list(error.args), blob),
+            "attributes": {k: self._encode_lenient(v, blob) for k, v in attributes.items()},
+            "message": _text(error),
+        }
+
+    def _encode_lenient(self, value: Any, blob: bytearray) -> Any:
+        size = len(blob)
+        try:
+            return self.encode(value, blob)
+        except ProtocolError:
+            del blob[size:]
+            return _text(value)
+
+    def decode_exception(self, data: Any, blob: memoryview) -> BaseException:
+        if not isinstance(data, dict):
+            return ProtocolError("a malformed exception")
+        if "yours" in data:  # one of ours, raised by a callback we served: the original
+            number = data["yours"]
+            found = self._exports.get(number) if isinstance(number, int) else None
+            return found if isinstance(found, BaseException) else ProtocolError(
+                "an unknown exception handle")
+        kind = _exception_type(data, self._exception_class)
+        args = self.decode(data.get("args"), blob)
+        error = kind.__new__(kind)
+        error.args = tuple(args) if isinstance(args, list) else (str(args),)
+        attributes = data.get("attributes")
+        if isinstance(attributes, dict):
+            for name, value in attributes.items():
+                if isinstance(name, str) and not name.startswith("_"):
+                    try:
+                        setattr(error, name, self.decode(value, blob))
+                    except (AttributeError, TypeError, ProtocolError):
+                        continue
+        if kind is RemoteError:
+            error.args = (f"{data.get('module')}.{data.get('name')}: {data.get('message')}",)
+        number = data.get("mine")
+        if isinstance(number, int):
+            # so that the same exception, handed back to the peer, is its original
+            object.__setattr__(error, "_sv_peer_id", number) if not isinstance(
+                error, RemoteError) else None
+        return error
+
+    # ---- the conversation ----------------------------------------------------------------
+
+    def _send(self, header: dict[str, Any], blob: bytearray) -> None:
+        with self._lock:
+            released, self._released = self._released, []
+        header["rel"] = released
+        arrays = {"blob": np.frombuffer(bytes(blob), dtype=np.uint8)} if blob else {}
+        # One frame of the wire format, written with one system call: the peer wakes once per
+        # message (send_message writes its parts one by one; a round trip here is a few tens
+        # of microseconds, and a suite makes thousands)
+        frame = b"".join(bytes(part) for part in _wire._encode(header, arrays, _wire.LIMITS))
+        try:
+            self.sock.sendall(frame)
+        except OSError as exc:
+            raise _wire.PeerClosed(f"the peer is gone ({exc})") from exc
+
+    def _receive(self) -> tuple[dict[str, Any], memoryview]:
+        try:
+            header, arrays = recv_message(self.sock, None)
+        except WireError:
+            raise
+        blob = arrays.get("blob", np.zeros(0, dtype=np.uint8))
+        if blob.dtype != np.uint8 or blob.ndim != 1 or set(arrays) - {"blob"}:
+            raise ProtocolError("a message's arrays must be one byte blob")
+        released = header.get("rel")
+        if isinstance(released, list):
+            for number in released:
+                if isinstance(number, int):
+                    value = self._exports.pop(number, None)
+                    if value is not None and self._export_ids.get(id(value)) == number:
+                        del self._export_ids[id(value)]
+        return header, memoryview(blob.tobytes())
+
+    def request(self, header: dict[str, Any], values: list[Any]) -> Any:
+        """Send a request with ``values`` (encoded), serve the peer until its reply."""
+        blob = bytearray()
+        header["k"] = "req"
+        header["v"] = [self.encode(v, blob) for v in values]
+        self._send(header, blob)
+        while True:
+            message, data = self._receive()
+            kind = message.get("k")
+            if kind == "req":
+                self.serve_one(message, data)
+            elif kind == "ok":
+                return self.decode(message.get("v"), data)
+            elif kind == "err":
+                raise self.decode_exception(message.get("e"), data)
+            else:
+                raise ProtocolError(f"unknown message kind {kind!r:.40}")
+
+    def serve_forever(self) -> None:
+        """Serve the peer's requests until it closes the connection."""
+        from spec_verify.adapters._wire import PeerClosed
+
+        while True:
+            try:
+                message, data = self._receive()
+            except PeerClosed:
+                return
+            if message.get("k") != "req":
+                raise ProtocolError("expected a request")
+            self.serve_one(message, data)
+
+    def serve_one(self, message: dict[str, Any], data: memoryview) -> None:
+        blob = bytearray()
+        try:
+            values = self.decode(message.get("v"), data)
+            if not isinstance(values, list):
+                raise ProtocolError("a request's values must be a list")
+            result = self._dispatch(message, values)
+            reply = {"k": "ok", "v": self.encode(result, blob)}
+        except (WireError, MemoryError):
+            raise
+        except BaseException as error:
+            if isinstance(error, (KeyboardInterrupt, SystemExit)) and not self.restricted:
+                raise
+            blob = bytearray()
+            peer = getattr(error, "_sv_peer_id", None)
+            encoded = {"yours": peer} if isinstance(peer, int) else self.encode_exception(
+                error, blob)
+            reply = {"k": "err", "e": encoded}
+        self._send(reply, blob)
+
+    def _dispatch(self, message: dict[str, Any], values: list[Any]) -> Any:  # noqa: PLR0911
+        op = message.get("op")
+        name = message.get("name")
+        if op in self.handlers:
+            return self.handlers[op](message, values)
+        named = op in ("getattr", "setattr", "delattr", "method")
+        if named and (not isinstance(name, str) or (self.restricted and name.startswith("_"))):
+            raise AttributeError(f"{name!r:.60}: the graded sampler's process serves "
+                                 "public attributes only")
+        if op == "getattr":
+            value = getattr(values[0], name)  # type: ignore[arg-type]
+            if _is_bound_method(value, values[0]):
+                return _MethodMarker()
+            return value
+        if op == "setattr":
+            setattr(values[0], name, values[1])  # type: ignore[arg-type]
+            return None
+        if op == "delattr":
+            delattr(values[0], name)  # type: ignore[arg-type]
+            return None
+        if op == "method":
+            target, args, kwargs = values
+            return getattr(target, name)(*args, **kwargs)  # type: ignore[arg-type]
+        if op == "builtin":
+            function = BUILTINS.get(name) if isinstance(name, str) else None
+            if function is None:
+                raise ProtocolError(f"unknown builtin {name!r:.40}")
+            args, kwargs = values[:-1], values[-1]
+            return function(*args, **kwargs)
+        raise ProtocolError(f"unknown operation {op!r:.40}")
+
+    # ---- what a handle does --------------------------------------------------------------
+
+    def getattr(self, target: Any, name: str) -> Any:
+        if (target._sv_id, name) in self._methods:
+            return _Method(target, name)
+        value = self.request({"op": "getattr", "name": name}, [target])
+        if isinstance(value, _MethodMarker):
+            self._methods.add((target._sv_id, name))
+            return _Method(target, name)
+        return value
+
+    def setattr(self, target: Any, name: str, value: Any) -> None:
+        self._methods.discard((target._sv_id, name))
+        self.request({"op": "setattr", "name": name}, [target, value])
+
+    def call_method(self, target: Any, name: str, args: Any, kwargs: Any) -> Any:
+        return self.request({"op": "method", "name": name}, [target, list(args), dict(kwargs)])
+
+    def builtin(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        return self.request({"op": "builtin", "name": name}, [*args, dict(kwargs)])
+
+
+class _MethodMarker:
+    """Sent for an attribute that is a bound method: the peer calls it by name."""
+
+
+def _is_bound_method(value: Any, target: Any) -> bool:
+    return getattr(value, "__self__", None) is target and callable(value) and not isinstance(
+        target, type)
+
+
+def _make_remote(endpoint: Endpoint, number: int, key: str | None) -> Remote:
+    handle = Remote.__new__(Remote)
+    object.__setattr__(handle, "_sv_endpoint", endpoint)
+    object.__setattr__(handle, "_sv_id", number)
+    return handle
+
+
+def _list(value: Any) -> list[Any]:
+    if not isinstance(value, list) or len(value) > _MAX_ITEMS:
+        raise ProtocolError("expected a list")
+    return value
+
+
+def _raw(tag: str, data: dict[str, Any], blob: memoryview) -> Any:
+    start, size = data.get("o"), data.get("n")
+    if not (isinstance(start, int) and isinstance(size, int) and start >= 0
+            and size >= 0 and start + size <= len(blob)):
+        raise ProtocolError("raw bytes outside the message")
+    raw = bytes(blob[start:start + size])
+    if tag == "bytes":
+        return raw
+    dtype = data.get("d")
+    if not (isinstance(dtype, str) and _DTYPE.fullmatch(dtype)):
+        raise ProtocolError(f"dtype {dtype!r:.20} is not a plain numeric dtype")
+    kind = np.dtype(dtype)
+    if tag == "scalar":
+        if size != kind.itemsize:
+            raise ProtocolError("a scalar of the wrong size")
+        return np.frombuffer(raw, dtype=kind)[0]
+    shape = data.get("s")
+    if not (isinstance(shape, list) and len(shape) <= 32
+            and all(isinstance(n, int) and n >= 0 for n in shape)):
+        raise ProtocolError("a malformed array shape")
+    count = 1
+    for n in shape:
+        count *= n
+    if count * kind.itemsize != size:
+        raise ProtocolError("an array's bytes do not match its shape")
+    return np.frombuffer(raw, dtype=kind).reshape(shape).copy()
+
+
+def _text(value: Any) -> str:
+    try:
+        text = str(value)
+    except Exception:
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= 20000 else text[:20000] + "..."
+
+
+def _exception_type(data: dict[str, Any],
+                    lookup: Callable[[str], type[BaseException] | None]) -> type[BaseException]:
+    key = data.get("key")
+    if isinstance(key, str):
+        found = lookup(key)
+        if found is not None:
+            return found
+    module, name = data.get("module"), data.get("name")
+    if isinstance(module, str) and isinstance(name, str) and module.split(".")[0] in (
+            _SAFE_EXCEPTION_MODULES):
+        import importlib
+
+        try:
+            target: Any = importlib.import_module(module)
+            for part in name.split("."):
+                target = getattr(target, part)
+        except (ImportError, AttributeError):
+            target = None
+        if isinstance(target, type) and issubclass(target, BaseException) and not issubclass(
+                target, (SystemExit, KeyboardInterrupt, GeneratorExit)):
+            return target
+    bases = data.get("bases")
+    for base in bases if isinstance(bases, list) else []:
+        found_base = getattr(builtins, str(base), None)
+        if isinstance(found_base, type) and issubclass(found_base, Exception):
+            return type(str(name), (found_base,), {"__module__": str(module)})
+    return RemoteError

@@ -1,0 +1,56 @@
+"""``spec-verify gradescope-bundle FOLDER``: write a Gradescope autograder that grades suites."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from spec_verify.results import ExitCode
+
+__all__ = ["register", "run"]
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the ``gradescope-bundle`` sub-command to the CLI."""
+    parser = subparsers.add_parser(
+        "gradescope-bundle",
+        help="write a Gradescope autograder (setup.sh, run_autograder, grade.json, zip)",
+        description="Write into FOLDER a Gradescope autograder that grades each submitted "
+        "test suite with spec-verify grade on Gradescope's own containers: setup.sh (installs "
+        "spec-verify), run_autograder (grades /autograder/submission into "
+        "/autograder/results/results.json), grade.json (the grading options) and "
+        "autograder.zip (all of it, to upload).",
+    )
+    parser.add_argument("folder", metavar="FOLDER", help="where to write the bundle")
+    parser.add_argument("--mutants", default=None, metavar="IDS",
+                        help="comma-separated catalogue ids to grade against (default: all)")
+    parser.add_argument("--decoys", type=int, default=3, metavar="N")
+    parser.add_argument("--repeats", type=int, default=3, metavar="N")
+    parser.add_argument("--confirmations", type=int, default=2, metavar="N")
+    parser.add_argument("--timeout-factor", type=float, default=5.0, metavar="F")
+    parser.add_argument("--min-timeout", type=float, default=10.0, metavar="S")
+    parser.add_argument("--clean-timeout", type=float, default=600.0, metavar="S")
+    parser.add_argument("--source", default=None, metavar="DIR",
+                        help="a spec-verify checkout to bundle (default: the running one, if "
+                        "it is a checkout; else setup.sh installs this version from PyPI)")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Write the bundle; 0 on success."""
+    from spec_verify.errors import InvalidArgument
+    from spec_verify.mutants.gradescope import write_bundle
+
+    options = {
+        "mutants": None if args.mutants is None else [m.strip() for m in args.mutants.split(",")],
+        "decoys": args.decoys, "repeats": args.repeats, "confirmations": args.confirmations,
+        "timeout_factor": args.timeout_factor, "min_timeout": args.min_timeout,
+        "clean_timeout": args.clean_timeout,
+    }
+    try:
+        bundle = write_bundle(args.folder, options, source=args.source)
+    except (InvalidArgument, OSError) as error:
+        print(f"spec-verify gradescope-bundle: error: {error}", file=sys.stderr)
+        return ExitCode.USAGE_ERROR
+    print(f"wrote {bundle} (upload it as the autograder of the assignment)")
+    return ExitCode.PASSED

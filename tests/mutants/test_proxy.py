@@ -1,0 +1,239 @@
+"""The proxy of the graded sampler: every public name, the same behaviour, nothing to read.
+
+A served sampler runs in a forked child (``_sampler.serve``, as in a graded run); this process
+builds proxy modules from it without installing them (the test process keeps its own
+reference, which the tests compare the proxy with).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import socket
+from types import ModuleType
+
+import numpy as np
+import pytest
+
+import spec_verify.reference as real
+from spec_verify.adapters._wire import send_message
+from spec_verify.mutants._proxy import connect
+from spec_verify.mutants._rpc import Endpoint, ProtocolError, Remote
+from spec_verify.mutants._source import canary_sources, reference_sources
+
+
+def _serve(sources):
+    near, far = socket.socketpair()
+    pid = os.fork()
+    if pid == 0:  # the served child: never returns into pytest
+        code = 0
+        try:
+            near.close()
+            from spec_verify.mutants._sampler import serve
+
+            serve(far)
+        except BaseException:
+            code = 1
+        finally:
+            os._exit(code)
+    far.close()
+    send_message(near, {"sources": dict(sources)})
+    return near, pid
+
+
+@pytest.fixture(scope="module")
+def served():
+    sock, pid = _serve(reference_sources())
+    builder = connect(sock)
+    yield builder
+    sock.close()
+    os.waitpid(pid, 0)
+
+
+@pytest.fixture(scope="module")
+def ref(served) -> ModuleType:
+    return served.module("spec_verify.reference")
+
+
+class Uniforms:
+    """The suite's own uniform source: called back from the sampler's process."""
+
+    def __init__(self, *values):
+        self.values = list(values)
+        self.calls = 0
+
+    def random(self):
+        self.calls += 1
+        return self.values.pop(0)
+
+
+def test_every_public_name_of_every_module_is_served(served):
+    import importlib
+
+    described = served.description["modules"]
+    for name in sorted(described):
+        module = importlib.import_module(name)
+        proxy = served.module(name)
+        assert sorted(proxy.__all__) == sorted(module.__all__), name
+        for attribute in module.__all__:
+            assert hasattr(proxy, attribute), (name, attribute)
+    assert "spec_verify.reference.verify" in described
+
+
+def test_functions_answer_like_the_reference(ref):
+    rows = np.array([[0, 1, 3], [2, 1, 0], [0, 5, 1]], dtype=float)
+    greedy = ref.SamplingParams(temperature=0)
+    assert ref.verify_draft(rows, [2, 1], None, greedy, [], None) == ([2, 0], 1)
+    logits = np.log(np.array([[0.5, 0.25, 0.25], [1 / 3, 1 / 3, 1 / 3]]))
+    q = np.array([[0.25, 0.5, 0.25]])
+    rng = Uniforms(0.7, 0.4)
+    assert ref.verify_draft(logits, [1], q, ref.SamplingParams(), [], rng) == ([0], 0)
+    assert rng.calls == 2  # the suite's callback, called from the other process
+    dist = ref.sampling_distribution([0.0, 1.0, 2.0], ref.SamplingParams(top_k=2))
+    assert isinstance(dist, np.ndarray)
+    assert dist.tolist() == real.sampling_distribution(
+        [0.0, 1.0, 2.0], real.SamplingParams(top_k=2)).tolist()
+
+
+def test_objects_live_there_and_travel_as_handles(ref):
+    served_rng, local = ref.request_rng(2024), real.request_rng(2024)
+    assert isinstance(served_rng, ref.Pcg32)
+    assert [served_rng.random() for _ in range(5)] == [local.random() for _ in range(5)]
+    tok = ref.CharTokenizer("abcdefg")
+    model = ref.BagLM(tok.vocab_size, seed=11)
+    assert (model.vocab_size, ref.BagLM.n_layers) == (8, 0)
+    p = ref.SamplingParams(temperature=0, max_tokens=12)
+    out = ref.speculative_generate(model, ref.PromptLookupDraft(), tok, [1, 2, 3, 1, 2], p, k=3)
+    plain = real.generate(real.BagLM(8, seed=11), real.CharTokenizer("abcdefg"),
+                          [1, 2, 3, 1, 2], real.SamplingParams(temperature=0, max_tokens=12))
+    assert (out.ids, out.text, out.finish_reason) == (plain.ids, plain.text, plain.finish_reason)
+    assert out.stats["target_calls"] >= 1
+    cache = model.new_cache()
+    assert cache.length == 0 and isinstance(cache, ref.KVCache)
+
+
+def test_dataclasses_keep_their_fields_equality_and_hash(ref):
+    p = ref.SamplingParams(temperature=0.5, top_k=2)
+    assert dataclasses.is_dataclass(p)
+    assert [f.name for f in dataclasses.fields(p)] == [
+        f.name for f in dataclasses.fields(real.SamplingParams)]
+    changed = dataclasses.replace(p, top_k=3)
+    assert (changed.top_k, changed.temperature, p.top_k) == (3, 0.5, 2)
+    assert p == ref.SamplingParams(temperature=0.5, top_k=2)
+    assert hash(p) == hash(ref.SamplingParams(temperature=0.5, top_k=2))
+    assert p.greedy is False and ref.SamplingParams.temperature == 1.0
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        p.top_k = 5
+
+
+def test_exceptions_arrive_as_the_reference_s_classes(ref):
+    rows = np.zeros((3, 3))
+    with pytest.raises(ref.InvalidLogits, match="target_logits") as info:
+        ref.verify_draft(rows, [2, 1, 0], None, ref.SamplingParams(temperature=0), [], None)
+    assert isinstance(info.value, ValueError) and isinstance(info.value, ref.ContractError)
+    assert info.value.argument == "target_logits"
+    with pytest.raises(real.InvalidLogits) as expected:
+        real.verify_draft(rows, [2, 1, 0], None, real.SamplingParams(temperature=0), [], None)
+    assert str(info.value) == str(expected.value)
+    made = ref.InvalidDraft("draft_probs", 1, "must be a matrix")
+    assert str(made) == str(real.InvalidDraft("draft_probs", 1, "must be a matrix"))
+
+
+def test_a_callback_s_own_exception_comes_home(ref):
+    logits = np.log(np.array([[0.5, 0.25, 0.25], [1 / 3, 1 / 3, 1 / 3]]))
+    rng = Uniforms(0.7)  # one uniform short
+    with pytest.raises(IndexError, match="pop from empty list") as info:
+        ref.verify_draft(logits, [1], np.array([[0.25, 0.5, 0.25]]), ref.SamplingParams(), [],
+                         rng)
+    assert type(info.value) is IndexError
+
+
+def test_a_suite_s_subclass_and_protocol_are_called_back(ref):
+    class Counting(ref.BagLM):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.passes = 0
+
+        def forward(self, ids, cache, start):
+            self.passes += 1
+            return super().forward(ids, cache, start)
+
+    class NoDraft(ref.DraftModel):
+        def propose(self, ctx, k, rng):
+            return [], None
+
+    tok = ref.CharTokenizer("abcdefg")
+    target = Counting(tok.vocab_size, seed=11)
+    p = ref.SamplingParams(temperature=0, max_tokens=5)
+    out = ref.speculative_generate(target, NoDraft(), tok, [1, 2, 3], p, k=3)
+    assert target.passes == out.stats["target_calls"] == 5  # one pass per token: no drafts
+
+
+def test_no_reference_code_in_the_proxy(ref, served):
+    for name in ref.__all__:
+        value = getattr(ref, name)
+        code = getattr(value, "__code__", None)
+        if code is not None:
+            assert code.co_filename.endswith("_proxy.py"), name
+        assert value.__doc__ is None or isinstance(value, (int, str, float)), name
+    with pytest.raises(AttributeError, match="public"):
+        served.module("spec_verify.reference.sampling").sample_with  # noqa: B018
+
+
+def test_the_serving_side_refuses_private_attributes(served):
+    endpoint = served.endpoint
+    handle = served.description["modules"]["spec_verify.reference.verify"]["names"][
+        "verify_draft"]["object"]
+    for name in ("__code__", "__globals__", "_check_draft_probs"):
+        with pytest.raises(AttributeError, match="public attributes only"):
+            endpoint.getattr(handle, name)
+    with pytest.raises(Exception, match="unknown builtin"):
+        endpoint.builtin("exec", "print(1)")
+
+
+def test_the_canary_raises_through_the_proxy():
+    sock, pid = _serve(canary_sources(reference_sources()))
+    try:
+        ref = connect(sock).module("spec_verify.reference")
+        with pytest.raises(RuntimeError, match="canary"):
+            ref.SamplingParams()
+    finally:
+        sock.close()
+        os.waitpid(pid, 0)
+
+
+def test_plain_values_round_trip():
+    a, b = socket.socketpair()
+    left, right = Endpoint(a), Endpoint(b)
+    from fractions import Fraction
+
+    values = [None, True, 3, -(2**70), 0.1, float("nan"), float("-inf"), -0.0, "s", b"\x00b",
+              [1, [2]], (1, 2), {"a": 1, 2: (3,)}, {1, 2}, frozenset({3}), range(1, 9, 2),
+              1 + 2j, Fraction(1, 3), slice(1, None, 2), Ellipsis,
+              np.arange(6, dtype=np.float16).reshape(2, 3), np.int64(7), np.float32(0.5),
+              np.array([True, False])]
+    blob = bytearray()
+    data = [left.encode(v, blob) for v in values]
+    back = [right.decode(d, memoryview(bytes(blob))) for d in data]
+    for sent, got in zip(values, back, strict=True):
+        assert type(got) is type(sent)
+        if isinstance(sent, np.ndarray):
+            assert got.dtype == sent.dtype and np.array_equal(got, sent)
+        elif isinstance(sent, float) and math.isnan(sent):
+            assert math.isnan(got)
+        else:
+            assert got == sent
+    assert str(back[7]) == "-0.0"
+    handle = right.decode(left.encode(object(), bytearray()), memoryview(b""))
+    assert isinstance(handle, Remote)
+
+
+@pytest.mark.parametrize("data", [
+    {"t": "yours", "id": 999}, {"t": "array", "d": "|O8", "s": [1], "o": 0, "n": 8},
+    {"t": "array", "d": "<f8", "s": [2], "o": 0, "n": 8}, {"t": "nope"}, {"t": "bytes"},
+])
+def test_malformed_values_are_refused(data):
+    a, _ = socket.socketpair()
+    with pytest.raises(ProtocolError):
+        Endpoint(a).decode(data, memoryview(bytes(8)))
