@@ -12,6 +12,7 @@ PACKAGES = [
     "spec_verify",
     "spec_verify.adapters",
     "spec_verify.cli",
+    "spec_verify.endtoend",
     "spec_verify.exact",
     "spec_verify.mutants",
     "spec_verify.properties",

@@ -22,6 +22,7 @@ _COMMANDS = (
     "spec_verify.cli._check",
     "spec_verify.cli._demo",
     "spec_verify.cli._power",
+    "spec_verify.cli._compare",
     "spec_verify.cli._mutants",
     "spec_verify.cli._grade",
     "spec_verify.cli._gradescope",

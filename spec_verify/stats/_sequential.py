@@ -61,6 +61,10 @@ class SequentialResult:
     Attributes:
         passed: the test has not rejected: ``E`` never reached ``1/alpha``. (Not rejecting
             is no proof of fit: see ``max_e_value`` and ``n``.)
+        statistic: ``log max_e_value``, the largest log e-value so far (as scipy results
+            name their test statistic).
+        pvalue: the anytime-valid p-value ``min(1, 1 / max_e_value)``: valid at any
+            stopping time; ``passed`` is ``pvalue > alpha``.
         e_value: the current e-value ``E_n``.
         alpha: the false-alarm rate; the test rejects when ``E >= 1/alpha``.
         n: number of tokens seen.
@@ -72,6 +76,8 @@ class SequentialResult:
     """
 
     passed: bool
+    statistic: float
+    pvalue: float
     e_value: float
     alpha: float
     n: int
@@ -80,10 +86,6 @@ class SequentialResult:
     counts: tuple[int, ...]
     zero_probability_tokens: tuple[int, ...]
     message: str
-
-    def pvalue(self) -> float:
-        """The anytime-valid p-value ``min(1, 1 / max_e_value)``: valid at any stopping time."""
-        return min(1.0, 1.0 / self.max_e_value) if self.max_e_value > 0 else 1.0
 
 
 class SequentialGofTest:
@@ -259,6 +261,8 @@ class SequentialGofTest:
             )
         return SequentialResult(
             passed=not self.rejected,
+            statistic=self._max_log_e,
+            pvalue=min(1.0, 1.0 / max_e) if max_e > 0 else 1.0,
             e_value=self.e_value,
             alpha=self._alpha,
             n=self._n,

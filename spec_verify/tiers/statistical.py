@@ -710,7 +710,7 @@ def observe(
             summary = _gof_summary(gof, check, all_cells)
     if sequential is not None:
         seq = sequential.result()
-        e_pvalue = seq.pvalue()
+        e_pvalue = seq.pvalue
         details["sequential"] = {
             "alpha": seq.alpha,
             "e_value": seq.e_value,

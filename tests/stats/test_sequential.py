@@ -89,7 +89,7 @@ def test_rejection_is_sticky_when_e_falls_back() -> None:
     assert result.stopped_at is not None and result.stopped_at <= 4
     assert result.e_value < 20 <= result.max_e_value
     assert test.rejected and not result.passed
-    assert result.pvalue() == pytest.approx(1 / result.max_e_value)
+    assert result.pvalue == pytest.approx(1 / result.max_e_value)
 
 
 def test_zero_probability_token_rejects_at_once() -> None:
@@ -102,7 +102,7 @@ def test_zero_probability_token_rejects_at_once() -> None:
     result = test.result()
     assert result.stopped_at == 4
     assert result.zero_probability_tokens == (1,)
-    assert result.pvalue() == 0.0
+    assert result.pvalue == 0.0
     assert "token 1 (observed 2 times)" in result.message
 
 
@@ -111,7 +111,9 @@ def test_result_is_a_frozen_value() -> None:
     test.update_many([0, 1, 2])
     result = test.result()
     assert isinstance(result, SequentialResult)
-    assert list(result.__dataclass_fields__)[:4] == ["passed", "e_value", "alpha", "n"]
+    fields = list(result.__dataclass_fields__)
+    assert fields[:5] == ["passed", "statistic", "pvalue", "e_value", "alpha"]
+    assert result.statistic == pytest.approx(math.log(result.max_e_value))
     assert result.passed and result.n == 3 and result.counts == (1, 1, 1, 0, 0)
     assert "not rejected after n=3" in result.message
     with pytest.raises(AttributeError):

@@ -1,0 +1,48 @@
+"""End-to-end checks of a whole generation, black box: a seed in, tokens out.
+
+``compare_generators`` (``spec-verify compare A B``) tests two generators' laws of the first L
+tokens against each other (two-sample tests, no law needed); ``sequence_law`` enumerates the
+exact law of the first L tokens of plain sampling from a small target, and ``law_test`` tests
+samples against it. Generators run in worker processes (``draw_sequences``).
+"""
+
+from spec_verify._exports import check_exports
+from spec_verify.endtoend._compare import (
+    CompareResult,
+    Comparison,
+    compare_generators,
+    compare_plan,
+    compare_samples,
+)
+from spec_verify.endtoend._draw import (
+    DrawOutcome,
+    GeneratorFailure,
+    draw_sequences,
+    seeds_for,
+)
+from spec_verify.endtoend._law import (
+    LawTestResult,
+    SequenceLaw,
+    law_required_samples,
+    law_test,
+    sequence_law,
+)
+
+__all__ = [
+    "CompareResult",
+    "Comparison",
+    "DrawOutcome",
+    "GeneratorFailure",
+    "LawTestResult",
+    "SequenceLaw",
+    "compare_generators",
+    "compare_plan",
+    "compare_samples",
+    "draw_sequences",
+    "law_required_samples",
+    "law_test",
+    "seeds_for",
+    "sequence_law",
+]
+
+check_exports(__name__, __all__, globals())
