@@ -42,6 +42,7 @@ def logits(*rows):
 
 # --- the worked examples of section 3 ---------------------------------------------------
 
+
 def test_sampled_hand_example_rejects_and_resamples():
     rows = logits([0.5, 0.25, 0.25], [1 / 3, 1 / 3, 1 / 3])
     q = np.array([[0.25, 0.5, 0.25]])
@@ -61,6 +62,7 @@ def test_greedy_hand_example():
 
 
 # --- exactness, measured ------------------------------------------------------------------
+
 
 def test_first_token_follows_the_target():
     """Draw x ~ q, verify it, count the first token: it must follow p, not q."""
@@ -97,6 +99,7 @@ def test_repetition_penalty_sees_the_kept_draft():
 
 # --- drafts ---------------------------------------------------------------------------------
 
+
 def test_prompt_lookup():
     draft = PromptLookupDraft()
     assert draft.propose([1, 2, 3, 9, 1, 2], 3, None) == ([3, 9, 1], None)
@@ -114,10 +117,11 @@ def test_model_draft_follows_a_changing_context():
         chain = list(ctx)
         for _ in range(3):
             chain.append(int(np.argmax(model.forward(chain, model.new_cache(), 0)[-1])))
-        assert draft.propose(ctx, 3, None)[0] == chain[len(ctx):]
+        assert draft.propose(ctx, 3, None)[0] == chain[len(ctx) :]
 
 
 # --- generation -------------------------------------------------------------------------------
+
 
 def _setup():
     tok = CharTokenizer("abcdefg")
@@ -137,8 +141,15 @@ def test_eos_is_not_emitted():
     tok, make, prompt = _setup()
     plain = generate(make(), tok, prompt, SamplingParams(temperature=0, max_tokens=25))
     eos = plain.ids[4]
-    out = speculative_generate(make(), PromptLookupDraft(), tok, prompt,
-                               SamplingParams(temperature=0, max_tokens=25), k=3, eos_ids=[eos])
+    out = speculative_generate(
+        make(),
+        PromptLookupDraft(),
+        tok,
+        prompt,
+        SamplingParams(temperature=0, max_tokens=25),
+        k=3,
+        eos_ids=[eos],
+    )
     assert eos not in out.ids
     assert out.finish_reason == "eos"
 
