@@ -10,19 +10,20 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .errors import InvalidDraft, InvalidParams
-from .sampling import sample_with
+from .sampling import lane_sum, sample_with
 
 __all__ = ["residual", "speculative_step", "step"]
 
 
 def residual(p: NDArray[np.float64], q: NDArray[np.float64]) -> NDArray[np.float64]:
-    """``max(0, p - q)`` normalised by its sequential sum; ``p`` itself when that sum is 0.
+    """``max(0, p - q)`` normalised by its lane sum; ``p`` itself when that sum is 0.
 
     The sum is 0 only when ``p <= q`` everywhere, i.e. ``p == q`` up to rounding; then no
     rejection can happen in exact arithmetic and ``p`` is the safe fallback.
     """
-    d = np.maximum(p - q, 0.0)
-    z = float(np.cumsum(d)[-1])
+    d = np.subtract(p, q)
+    np.maximum(d, 0.0, out=d)
+    z = lane_sum(d)
     if z > 0.0:
         return d / z
     return p

@@ -16,11 +16,11 @@ from .rejection import step
 from .sampling import (
     SamplingParams,
     UniformSource,
-    argmax_lowest,
-    check_scaled_logits,
+    _distribution,
+    _greedy_token,
+    _scaled,
     draw_uniform,
-    sample,
-    sampling_distribution,
+    sample_with,
     validate_ids,
 )
 
@@ -30,6 +30,7 @@ DRAFT_ROW_TOLERANCE = 1e-6  # a draft row must sum to 1 within this
 
 
 def _check_target_logits(target_logits: object, m: int) -> NDArray[np.float64]:
+    """Every row, before the first draw: shape, no NaN, no +inf, a finite entry per row."""
     rows = np.asarray(target_logits, dtype=np.float64)
     if rows.ndim != 2 or rows.shape[0] != m + 1 or rows.shape[1] < 1:
         raise InvalidLogits(
@@ -38,20 +39,21 @@ def _check_target_logits(target_logits: object, m: int) -> NDArray[np.float64]:
             f"has shape {rows.shape}; it must be (m + 1, V) = ({m + 1}, V) for m = {m} drafts",
             "pass the last m + 1 rows of the target's pass",
         )
-    if np.isnan(rows).any():
-        where = [tuple(int(i) for i in ij) for ij in np.argwhere(np.isnan(rows))[:3]]
-        raise InvalidLogits("target_logits", rows, f"has NaN at (row, id) {where}")
-    if np.isposinf(rows).any():
+    highest = np.max(rows, axis=1)  # NaN if a row has one: one pass finds NaN, +inf, -inf rows
+    if not (highest < np.inf).all():
+        if np.isnan(highest).any():
+            where = [tuple(int(i) for i in ij) for ij in np.argwhere(np.isnan(rows))[:3]]
+            raise InvalidLogits("target_logits", rows, f"has NaN at (row, id) {where}")
         where = [tuple(int(i) for i in ij) for ij in np.argwhere(np.isposinf(rows))[:3]]
         raise InvalidLogits(
             "target_logits", rows, f"has +inf at (row, id) {where}; logits must be finite or -inf"
         )
-    banned = np.flatnonzero(~np.isfinite(rows).any(axis=1))
-    if banned.size:
+    if not (highest > -np.inf).all():
         raise InvalidLogits(
             "target_logits",
             rows,
-            f"row {int(banned[0])} has no finite entry: every token would be banned",
+            f"row {int(np.argmin(highest > -np.inf))} has no finite entry: every token would "
+            "be banned",
         )
     return rows
 
@@ -66,23 +68,28 @@ def _check_draft_probs(draft_probs: object, ids: list[int], V: int) -> NDArray[n
             f"has shape {q.shape}; it must be (m, V) = ({m}, {V})",
             "one draft distribution per drafted token, or None for a deterministic draft",
         )
-    if not np.isfinite(q).all() or (q < 0).any():
+    if m == 0:
+        return q
+    if not (q.min() >= 0.0 and q.max() < np.inf):  # NaN fails both comparisons
         raise InvalidDraft("draft_probs", q, "must be finite and non-negative")
-    for i, (row, x) in enumerate(zip(q, ids, strict=False)):
-        total = float(np.sum(row))
-        if abs(total - 1.0) > DRAFT_ROW_TOLERANCE:
-            raise InvalidDraft(
-                "draft_probs", q, f"row {i} sums to {total!r}; each row must sum to 1"
-            )
-        if row[x] <= 0.0:
-            raise InvalidDraft(
-                "draft_probs",
-                q,
-                f"row {i} gives the drafted token {x} probability 0; a draft can only propose "
-                "tokens it could draw",
-                "pass the distribution the token was sampled from",
-            )
-    return q
+    totals = np.sum(q, axis=1)
+    off = np.flatnonzero(np.abs(totals - 1.0) > DRAFT_ROW_TOLERANCE)
+    zero = np.flatnonzero(q[np.arange(m), ids] <= 0.0)
+    bad = [*off.tolist(), *zero.tolist()]
+    if not bad:
+        return q
+    i = min(bad)  # the first bad row; its sum is checked before its drafted token
+    if i in off.tolist():
+        raise InvalidDraft(
+            "draft_probs", q, f"row {i} sums to {float(totals[i])!r}; each row must sum to 1"
+        )
+    raise InvalidDraft(
+        "draft_probs",
+        q,
+        f"row {i} gives the drafted token {ids[i]} probability 0; a draft can only propose "
+        "tokens it could draw",
+        "pass the distribution the token was sampled from",
+    )
 
 
 def verify_draft(
@@ -132,13 +139,11 @@ def verify_draft(
     if rng is None or not callable(getattr(rng, "random", None)):
         raise InvalidParams("rng", rng, "sampled verification needs a uniform source")
     q = None if draft_probs is None else _check_draft_probs(draft_probs, ids, V)
-    # Row i is only ever computed with history + ids[:i], so every row can be checked (+inf,
-    # no finite entry, overflow) before the first draw (CONTRACT.md section 3).
-    for i in range(m + 1):
-        check_scaled_logits(rows[i], p, history + ids[:i], prompt, f"target_logits[{i}]")
+    _check_overflow(rows, ids, p, history, prompt)
+    # Everything is validated; each row's distribution is built only when reached (lazy).
     kept: list[int] = []
     for i, x in enumerate(ids):
-        p_i = sampling_distribution(rows[i], p, history + kept, prompt)
+        p_i = _distribution(rows[i], p, history + kept, prompt)
         q_i = q[i] if q is not None else _one_hot(x, V)
         u_accept = draw_uniform(rng)
         u_resample = draw_uniform(rng)
@@ -146,8 +151,38 @@ def verify_draft(
         if not accepted:
             return [*kept, token], len(kept)
         kept.append(token)
-    bonus = sample(sampling_distribution(rows[m], p, history + kept, prompt), rng)
+    bonus = sample_with(_distribution(rows[m], p, history + kept, prompt), draw_uniform(rng))
     return [*kept, bonus], m
+
+
+def _check_overflow(
+    rows: NDArray[np.float64],
+    ids: list[int],
+    p: SamplingParams,
+    history: list[int],
+    prompt: list[int],
+) -> None:
+    """Every row's overflow under the penalties and the temperature, before the first draw.
+
+    Row ``i`` is only ever computed with ``history + ids[:i]``, so its overflow is known up
+    front (CONTRACT.md section 3). Without penalties and with a temperature >= 1 nothing can
+    overflow; with a temperature below 1 alone, a row whose largest finite magnitude divides
+    without overflow cannot either. Any other row gets the exact check of its computation.
+    """
+    penalties = (p.repetition_penalty != 1.0 and bool(history or prompt or ids)) or (
+        (p.presence_penalty != 0.0 or p.frequency_penalty != 0.0) and bool(history or ids)
+    )
+    if not penalties and p.temperature >= 1.0:
+        return
+    bound = None
+    if not penalties:
+        highest = np.max(rows, axis=1)
+        lowest = np.min(rows, axis=1, where=rows > -np.inf, initial=np.inf)
+        with np.errstate(over="ignore"):
+            bound = np.maximum(np.abs(highest), np.abs(lowest)) / p.temperature
+    for i in range(rows.shape[0]):
+        if bound is None or not np.isfinite(bound[i]):
+            _scaled(rows[i], p, history + ids[:i], prompt)
 
 
 def _verify_greedy(
@@ -159,11 +194,11 @@ def _verify_greedy(
 ) -> tuple[list[int], int]:
     kept: list[int] = []
     for i, x in enumerate(ids):
-        best = argmax_lowest(sampling_distribution(rows[i], p, history + kept, prompt))
+        best = _greedy_token(rows[i], p, history + kept, prompt)
         if x != best:
             return [*kept, best], len(kept)
         kept.append(x)
-    best = argmax_lowest(sampling_distribution(rows[len(ids)], p, history + kept, prompt))
+    best = _greedy_token(rows[len(ids)], p, history + kept, prompt)
     return [*kept, best], len(ids)
 
 

@@ -1,5 +1,5 @@
 /*
- * spec_verify.h -- the spec-verify C ABI, version 1.
+ * spec_verify.h -- the spec-verify C ABI, version 2.
  *
  * A port of the speculative-decoding contract (reference/CONTRACT.md) exports these functions
  * from a shared library; the harness loads it as `ffi:path/to/lib.so` and gates it (contract,
@@ -17,8 +17,16 @@
  *   are only read; output arrays are written only on SV_OK.
  * - Token ids are int64_t and must lie in [0, V) wherever a vocabulary size V is given
  *   (SV_E_ID_RANGE otherwise). Prompt lookup has no V and accepts any int64_t id.
- * - All arithmetic is IEEE-754 binary64 ("double"); sums are sequential, left to right in
- *   ascending token id order, exactly as CONTRACT.md pins them.
+ * - All arithmetic is IEEE-754 binary64 ("double"). The softmax's normaliser S, the
+ *   renormalisation after top-p/min-p and the residual's Z are lane sums (CONTRACT.md 2.5):
+ *   lane l in [0, 1024) adds ids l, l + 1024, l + 2048, ... left to right, then the 1024 lane
+ *   totals are added in lane order (for V <= 1024: the sequential sum). The inverse CDF's
+ *   running sum and top-p's walk are sequential, left to right. exp is any double-precision
+ *   exp within one ulp of the exact value (the C library's exp; the reference uses numpy's
+ *   np.exp), so probabilities match the reference within a few ulps, not bit for bit: the
+ *   parity tier compares distributions within 4 ulps and decisions exactly except at a
+ *   boundary tie (a comparison within 2^-46 of flipping; CONTRACT.md section 3), which it
+ *   reports.
  * - The library keeps no global mutable state apart from the thread-local error message;
  *   every function is safe to call from several threads at once.
  * - No call ever unwinds or aborts across this boundary: an internal failure (a bug in the
@@ -45,7 +53,7 @@ extern "C" {
 /* The ABI version this header describes. A loader must compare sv_abi_version() with it and
  * refuse a library that reports another number: any change to a signature, a struct layout,
  * a status code or a documented rule bumps it. */
-#define SV_ABI_VERSION 1
+#define SV_ABI_VERSION 2
 
 /* ---- Status codes ------------------------------------------------------------------------ */
 
@@ -76,7 +84,9 @@ extern "C" {
 
 /* ---- Version and errors ------------------------------------------------------------------ */
 
-/* The ABI version the library implements: SV_ABI_VERSION (1) for this header. */
+/* The ABI version the library implements: SV_ABI_VERSION (2) for this header. Version 2
+ * (issue 14): S, the renormalisation and Z are lane sums instead of sequential sums; a
+ * version 1 library differs from the reference by more than the parity tolerance at V > 1024. */
 uint32_t sv_abi_version(void);
 
 /* The message of the most recent failing call on the calling thread: names the argument, its
@@ -165,7 +175,7 @@ int32_t sv_sample(const double* dist, int64_t V, double u, int64_t* out_id);
 /* ---- Verification (CONTRACT.md section 3) ------------------------------------------------ */
 
 /* One verified position (the rejection step): accept x iff u_accept * q[x] < p[x]; otherwise
- * the token is sv_sample(d / Z, u_resample) with d = max(0, p - q) and Z its sequential sum,
+ * the token is sv_sample(d / Z, u_resample) with d = max(0, p - q) and Z its lane sum,
  * or sv_sample(p, u_resample) if Z == 0.
  * p, q: V probabilities each (finite, non-negative: else SV_E_DISTRIBUTION; p needs a positive
  * entry); q[x] must be > 0 (else SV_E_ZERO_DRAFT_PROB). u_accept, u_resample in [0, 1) (else

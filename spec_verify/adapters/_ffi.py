@@ -1,4 +1,4 @@
-"""A thin ctypes wrapper of the C ABI in ``spec_verify.h`` (version 1), in-process.
+"""A thin ctypes wrapper of the C ABI in ``spec_verify.h`` (version 2), in-process.
 
 One class, ``Library``, loads a shared library, checks ``sv_abi_version`` and that every symbol
 is there, and offers each C function as a method over numpy arrays. Status codes become the
@@ -44,7 +44,7 @@ __all__ = [
     "params_struct",
 ]
 
-ABI_VERSION = 1
+ABI_VERSION = 2
 REQUEST_STREAM = 54
 CANARY_WORDS = 4  # words after every output buffer that the library must leave alone
 

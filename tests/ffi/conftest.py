@@ -17,7 +17,7 @@ C_LIBS = (
     "segfault",
     "hang",
     "abort",
-    "abi_v2",
+    "abi_v1",
     "missing_symbols",
     "overflow",
     "bad_ids",

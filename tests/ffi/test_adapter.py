@@ -27,7 +27,7 @@ def _greedy_call(impl):
     ("name", "words"),
     [
         ("not_a_library", "not a loadable shared library"),
-        ("abi_v2", "reports ABI version 2; this harness speaks version 1"),
+        ("abi_v1", "reports ABI version 1; this harness speaks version 2"),
         ("missing_symbols", "does not export sv_verify_draft, sv_prompt_lookup"),
     ],
 )

@@ -53,7 +53,7 @@ def _raw(**fields: float) -> SvSamplingParams:
     ("name", "words"),
     [
         ("not_a_library", "not a loadable shared library"),
-        ("abi_v2", "ABI version 2"),
+        ("abi_v1", "ABI version 1"),
         ("missing_symbols", "sv_verify_draft, sv_prompt_lookup"),
     ],
 )

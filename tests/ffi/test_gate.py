@@ -93,7 +93,7 @@ def test_a_broken_library_is_one_failed_check_and_the_run_finishes(c_libs, name,
     ("name", "words"),
     [
         ("not_a_library", "not a loadable shared library"),
-        ("abi_v2", "ABI version 2"),
+        ("abi_v1", "ABI version 1"),
         ("missing_symbols", "does not export"),
     ],
 )

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from spec_verify.reference import InvalidLogits, InvalidParams, SamplingParams, verify_draft
-from spec_verify.reference.sampling import _exp, _sequential_sum, sample, sampling_distribution
+from spec_verify.reference.sampling import _exp, lane_sum, sample, sampling_distribution
 
 
 class Counting:
@@ -31,7 +31,7 @@ def softmax(row: list[float]) -> np.ndarray:
     """Step 5 of CONTRACT.md section 2, as the reference computes it."""
     logits = np.array(row)
     e = _exp(logits - logits.max())
-    return e / _sequential_sum(e)
+    return e / lane_sum(e)
 
 
 def test_penalties_are_one_subtraction():
@@ -52,7 +52,7 @@ def test_min_p_judges_the_softmax_not_the_top_p_renormalised_vector():
     probs = softmax(row)
     min_p = float(probs[2] / probs[1])
     renormalised = np.where([False, True, True, False], probs, 0.0)
-    renormalised = renormalised / _sequential_sum(renormalised)
+    renormalised = renormalised / lane_sum(renormalised)
     assert renormalised[2] < min_p * renormalised[1]  # the other reading drops token 2
     out = sampling_distribution(row, SamplingParams(top_p=0.8, min_p=min_p))
     assert np.flatnonzero(out).tolist() == [1, 2]
@@ -63,7 +63,7 @@ def test_no_renormalisation_when_nothing_positive_was_dropped(fields):
     # The softmax of [0, 1, 2] sums to 1 - 2^-53 in float64, so dividing it by its own sum
     # again would change it; a filter that drops nothing must return step 5's vector as is.
     probs = softmax([0.0, 1.0, 2.0])
-    assert (probs / _sequential_sum(probs) != probs).any()  # the other reading differs
+    assert (probs / lane_sum(probs) != probs).any()  # the other reading differs
     out = sampling_distribution([0.0, 1.0, 2.0], SamplingParams(**fields))
     assert out.tolist() == probs.tolist()
 

@@ -1,5 +1,5 @@
 //! `spec_verify_port`: a Rust port of the spec-verify contract (reference/CONTRACT.md) that
-//! exports the C ABI of `spec_verify/spec_verify.h`, version 1.
+//! exports the C ABI of `spec_verify/spec_verify.h`, version 2.
 //!
 //! - [`pcg32`]: the request stream, bit for bit;
 //! - [`sampling`]: the sampling distribution and inverse-CDF sampling;

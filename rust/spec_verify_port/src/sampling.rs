@@ -177,13 +177,32 @@ pub fn argmax(values: &[f64]) -> usize {
     best
 }
 
-/// Left-to-right sum (ascending id): the contract's "sequential sum".
+/// Left-to-right sum (ascending id): the inverse CDF's running sum and top-p's walk.
 pub fn sequential_sum(values: &[f64]) -> f64 {
     let mut total = 0.0;
     for &x in values {
         total += x;
     }
     total
+}
+
+/// Lanes of the contract's lane sum (CONTRACT.md 2.5).
+pub const LANES: usize = 1024;
+
+/// The contract's lane sum (softmax `S`, renormalisation, residual `Z`): lane `l` adds the
+/// values at ids `l, l + 1024, l + 2048, ...` in ascending order, then the 1,024 lane totals
+/// are added in lane order. For `V <= 1024` it is the sequential sum.
+pub fn lane_sum(values: &[f64]) -> f64 {
+    if values.len() <= LANES {
+        return sequential_sum(values);
+    }
+    let mut lanes = [0.0f64; LANES];
+    for chunk in values.chunks(LANES) {
+        for (lane, &x) in lanes.iter_mut().zip(chunk) {
+            *lane += x;
+        }
+    }
+    sequential_sum(&lanes)
 }
 
 /// Ids ordered by `(-value, id)`: largest first, ties to the lowest id.
@@ -352,11 +371,14 @@ pub(crate) fn distribution_unchecked(
     if !any_finite {
         return fail(ErrorCode::Nan, "logits: no token survives the filters");
     }
+    // `f64::exp` (libm): CONTRACT.md 2.5 allows any exp within one ulp of the exact value
+    // (the reference uses numpy's np.exp), so these may differ from the reference's by an
+    // ulp; parity compares within 4 ulps and decisions exactly except at a boundary tie.
     let e: Vec<f64> = row
         .iter()
         .map(|&x| if x.is_finite() { (x - max).exp() } else { 0.0 })
         .collect();
-    let total = sequential_sum(&e);
+    let total = lane_sum(&e);
     #[allow(unused_mut)] // mutated by the planted bug only
     let mut probs: Vec<f64> = e.iter().map(|&x| x / total).collect();
     // Planted bug `bug_shared_scratch`: the probabilities go through one global buffer while
@@ -404,7 +426,7 @@ pub(crate) fn distribution_unchecked(
                 *x = 0.0;
             }
         }
-        let total = sequential_sum(&probs);
+        let total = lane_sum(&probs);
         for x in probs.iter_mut() {
             *x /= total;
         }
@@ -774,6 +796,20 @@ mod tests {
         assert_eq!(sample_with(&d, 0.6), 2);
         // rounding fallback: the highest id with positive probability
         assert_eq!(sample_with(&[0.3, 0.3, 0.0], 0.9), 1);
+    }
+
+    #[test]
+    fn lane_sum_is_sequential_up_to_1024_then_by_lanes() {
+        let small: Vec<f64> = (0..1024).map(|i| 1.0 / (i as f64 + 3.0)).collect();
+        assert_eq!(lane_sum(&small), sequential_sum(&small));
+        // 1e16 + 1 + 1 rounds away both ones added one at a time; by lanes the two ones meet
+        // first (ids 1 and 1025 share lane 1) and survive
+        let mut big = vec![0.0; 1026];
+        big[0] = 1e16;
+        big[1] = 1.0;
+        big[1025] = 1.0;
+        assert_eq!(sequential_sum(&big), 1e16);
+        assert_eq!(lane_sum(&big), 1e16 + 2.0);
     }
 
     #[test]

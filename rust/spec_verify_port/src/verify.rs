@@ -5,17 +5,17 @@
 
 use crate::error::{fail, ErrorCode, SvResult};
 use crate::sampling::{
-    argmax, check_logits_row, check_scaled, distribution_unchecked, sample_with, sequential_sum,
-    validate_ids, SamplingParams,
+    argmax, check_logits_row, check_scaled, distribution_unchecked, lane_sum, sample_with,
+    sequential_sum, validate_ids, SamplingParams,
 };
 
 /// A draft row must sum to 1 within this.
 pub const DRAFT_ROW_TOLERANCE: f64 = 1e-6;
 
-/// `max(0, p - q) / Z` with `Z` its sequential sum; `None` when `Z == 0` (only by rounding).
+/// `max(0, p - q) / Z` with `Z` its lane sum; `None` when `Z == 0` (only by rounding).
 pub fn residual(p: &[f64], q: &[f64]) -> Option<Vec<f64>> {
     let d: Vec<f64> = p.iter().zip(q).map(|(&a, &b)| (a - b).max(0.0)).collect();
-    let z = sequential_sum(&d);
+    let z = lane_sum(&d);
     if z > 0.0 {
         Some(d.iter().map(|&x| x / z).collect())
     } else {

@@ -1,4 +1,4 @@
-/* A minimal spec_verify.h (ABI v1) library for the adapter's tests: every function does the
+/* A minimal spec_verify.h (ABI v2) library for the adapter's tests: every function does the
  * least that is valid, and each test library overrides one of them with a misbehaviour
  * (define SV_CUSTOM_<NAME> before including this file, then define the function). */
 #include <stdint.h>
@@ -6,7 +6,7 @@
 #include "spec_verify.h"
 
 #ifndef SV_CUSTOM_ABI_VERSION
-uint32_t sv_abi_version(void) { return 1; }
+uint32_t sv_abi_version(void) { return 2; }
 #endif
 
 const char* sv_last_error(void) { return ""; }

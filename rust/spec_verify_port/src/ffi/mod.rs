@@ -1,4 +1,4 @@
-//! The C ABI of `spec_verify/spec_verify.h`, version 1.
+//! The C ABI of `spec_verify/spec_verify.h`, version 2.
 //!
 //! Every exported function validates its pointers and lengths, runs the safe core inside
 //! `catch_unwind` (a panic becomes `ErrorCode::Internal`, never an unwind or abort across the
@@ -19,7 +19,7 @@ mod params;
 pub(crate) use params::SvSamplingParams;
 
 /// The ABI version this library implements.
-pub(crate) const ABI_VERSION: u32 = 1;
+pub(crate) const ABI_VERSION: u32 = 2;
 
 /// `SV_OK`: the one status that is no [`ErrorCode`].
 pub(crate) const SV_OK: i32 = 0;
@@ -451,7 +451,7 @@ mod tests {
 
     #[test]
     fn version_and_names() {
-        assert_eq!(sv_abi_version(), 1);
+        assert_eq!(sv_abi_version(), 2);
         let name = |c| {
             unsafe { CStr::from_ptr(sv_status_name(c)) }
                 .to_str()

@@ -1,5 +1,0 @@
-/* Reports ABI version 2: the loader must refuse it. */
-#define SV_CUSTOM_ABI_VERSION
-#include "stub.h"
-
-uint32_t sv_abi_version(void) { return 2; }
