@@ -15,7 +15,8 @@ G-test needs to detect a deviation of 1e-3 in total variation at alpha = 1e-6 wi
 lambda(V - 1) / (4 delta^2)``, noncentral chi-square, from ``spec_verify.stats._power``), and that
 number over the calls.
 
-Usage: python benchmarks/bench_exact.py [--impl SPEC] [--seed S] [--repeats R]
+Usage: python benchmarks/bench_exact.py [--impl SPEC] [--seed S] [--repeats R] [--vocab V ...]
+[--k K ...] (issue 14's size: --vocab 1024 --k 8)
 """
 
 from __future__ import annotations
@@ -63,6 +64,8 @@ def main() -> int:
     parser.add_argument("--impl", default="python:spec_verify.reference")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--vocab", type=int, nargs="+", default=[8, 64, 256])
+    parser.add_argument("--k", type=int, nargs="+", default=[1, 2, 4])
     args = parser.parse_args()
     impl = load_implementation(args.impl)
     print(f"implementation: {impl.name}; G-test plan: alpha={ALPHA:g}, TV delta={DELTA:g}, "
@@ -74,9 +77,9 @@ def main() -> int:
     print(header)
     print("-" * len(header))
     worst = worst_explore = 0.0
-    for V in (8, 64, 256):
+    for V in args.vocab:
         samples = required_samples(V)
-        for k in (1, 2, 4):
+        for k in args.k:
             rnd = make_round(V, k, args.seed)
             times = []
             for _ in range(args.repeats):

@@ -217,7 +217,7 @@ class _Worker:
 
 
 class FfiImplementation:
-    """An implementation given as a shared library exporting ``spec_verify.h`` (ABI v1).
+    """An implementation given as a shared library exporting ``spec_verify.h`` (ABI v2).
 
     Attributes:
         name: ``ffi:<absolute path>``.
@@ -243,7 +243,7 @@ class FfiImplementation:
 
     def start(self) -> None:
         """Start the worker and load the library (raises UnknownImplementation if it is not
-        a spec-verify ABI v1 library, ImplementationError if loading crashes or hangs)."""
+        a spec-verify ABI v2 library, ImplementationError if loading crashes or hangs)."""
         with self._lock:
             if self._worker is not None:
                 return
