@@ -13,6 +13,7 @@ from .errors import (
     InvalidLogits,
     InvalidParams,
     InvalidPrompt,
+    InvalidTree,
 )
 from .generate import Generation, generate, speculative_generate
 from .kv import KVCache, cache_dims
@@ -27,6 +28,7 @@ from .sampling import (
     sampling_distribution,
     token_logprobs,
 )
+from .tree import verify_tree
 from .verify import verify_draft
 
 __all__ = [
@@ -43,6 +45,7 @@ __all__ = [
     "InvalidLogits",
     "InvalidParams",
     "InvalidPrompt",
+    "InvalidTree",
     "KVCache",
     "LanguageModel",
     "ModelDraft",
@@ -63,4 +66,5 @@ __all__ = [
     "speculative_step",
     "token_logprobs",
     "verify_draft",
+    "verify_tree",
 ]

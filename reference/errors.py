@@ -15,6 +15,7 @@ __all__ = [
     "InvalidLogits",
     "InvalidParams",
     "InvalidPrompt",
+    "InvalidTree",
 ]
 
 
@@ -41,6 +42,11 @@ class InvalidLogits(ContractError):
 
 class InvalidDraft(ContractError):
     """Draft ids or draft probabilities that break the rules (shape, range, q(x) = 0)."""
+
+
+class InvalidTree(InvalidDraft):
+    """A draft tree with a cycle, an orphan, a parent after its child, a token out of range, or
+    siblings that repeat a token where the rule forbids it (the message names the node)."""
 
 
 class InvalidParams(ContractError):
