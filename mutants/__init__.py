@@ -1,4 +1,5 @@
-"""The mutant catalogue (s01-s24) and the grader that scores a test suite by the bugs it catches.
+"""The mutant catalogue (s01-s24 on chains, t01-t12 on trees) and the grader that scores a
+test suite by the bugs it catches.
 
 ``spec_verify.mutants`` knows the reference only as source files: a mutant is a small exact
 change to them, and every graded run (clean, canary, mutant) imports ``spec_verify.reference``
@@ -7,7 +8,9 @@ from a fresh copy of those files through the same mechanism.
 
 from .catalogue import (
     CATALOGUE,
+    CHAIN_MUTANTS,
     PITFALLS,
+    TREE_MUTANTS,
     Change,
     Mutant,
     MutantDoesNotApply,
@@ -19,7 +22,9 @@ from .catalogue import (
 
 __all__ = [
     "CATALOGUE",
+    "CHAIN_MUTANTS",
     "PITFALLS",
+    "TREE_MUTANTS",
     "Change",
     "Mutant",
     "MutantDoesNotApply",

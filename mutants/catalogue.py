@@ -21,7 +21,9 @@ from spec_verify.errors import InvalidArgument, SpecVerifyError
 
 __all__ = [
     "CATALOGUE",
+    "CHAIN_MUTANTS",
     "PITFALLS",
+    "TREE_MUTANTS",
     "Change",
     "Mutant",
     "MutantDoesNotApply",
@@ -49,6 +51,7 @@ PITFALLS: Mapping[int, str] = {
 
 # Where the killing tests live, relative to the project's tests/ folder.
 _CATALOGUE_TESTS = "reference/test_spec_catalogue.py"
+_TREE_TESTS = "reference/test_tree.py"
 
 
 class MutantDoesNotApply(SpecVerifyError):
@@ -121,7 +124,11 @@ def _test(name: str) -> str:
     return f"{_CATALOGUE_TESTS}::{name}"
 
 
-CATALOGUE: tuple[Mutant, ...] = (
+def _tree_test(name: str) -> str:
+    return f"{_TREE_TESTS}::{name}"
+
+
+CHAIN_MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "s01", "the draft treated as if sampled from the target (q = p)", 1,
         "every draft with p(x) > 0 is kept: the output follows the draft, not the target",
@@ -342,6 +349,136 @@ CATALOGUE: tuple[Mutant, ...] = (
         (_test("test_eos_stop_and_budget"),),
     ),
 )
+
+# Tree verification (CONTRACT.md section 6, issue 16): the bugs engines ship in tree and
+# multi-draft verification. They change reference/tree.py; their killers compare the float
+# path, cell by cell, with the exact path of tree_exact.py (which shares no code with it).
+_KEEP_LAST_REJECTED = _lines(
+    "            if j == len(kids) - 1 and shape.children[child]:",
+    "                kept.append(x)",
+    "                nodes.append(child)",
+    "                node = child",
+    "                moved = True",
+    "                break",
+    "            if j == len(kids) - 1:",
+    "                return [*kept, sample_with(r, u_resample)], nodes",
+)
+_LAST_CHILD = _lines(
+    "            if j == len(kids) - 1:",
+    "                return [*kept, sample_with(r, u_resample)], nodes",
+)
+_PER_TREE = _tree_test("test_tree_float_path_is_exact_per_fixed_tree")
+_TWO = _tree_test("test_tree_hand_example_two_rejections")
+
+TREE_MUTANTS: tuple[Mutant, ...] = (
+    Mutant(
+        "t01", "tree: the residual not updated after a sibling is rejected", None,
+        "a later sibling is tested against the stale target and the final residual forgets the "
+        "earlier rejections: tokens the draft favoured are over-represented",
+        (Change("tree.py",
+                _lines("            r = residual(r, q_j)", *_LAST_CHILD.splitlines()),
+                _lines("            if j == len(kids) - 1:",
+                       "                return [*kept, sample_with(residual(r, q_j), "
+                       "u_resample)], nodes")),),
+        (_PER_TREE,), origin="tree",
+    ),
+    Mutant(
+        "t02", "tree: the draft not renormalised after a draw without replacement", None,
+        "later siblings are accepted with min(1, r/q) for the wrong q: biased output",
+        (Change("tree.py", "                q = _without(q, x)\n", "                pass\n"),),
+        (_tree_test("test_tree_hand_example"), _TWO), origin="tree",
+    ),
+    Mutant(
+        "t03", "tree: the bonus drawn from the parent's row", None,
+        "after a fully kept path the extra token follows the wrong distribution",
+        (Change("tree.py",
+                "            return [*kept, sample(r, rng)], nodes\n",
+                "            return [*kept, sample(dist(shape.parents[node] if node >= 0 else -1, "
+                "kept[:-1]), rng)], nodes\n"),),
+        (_tree_test("test_tree_bonus_comes_from_the_kept_leaf"),), origin="tree",
+    ),
+    Mutant(
+        "t04", "tree: a child's subtree verified after the child was rejected", None,
+        "the last rejected child is kept when it has children: a token the target rejected "
+        "is emitted",
+        (Change("tree.py", _LAST_CHILD, _KEEP_LAST_REJECTED),),
+        (_PER_TREE,), origin="tree",
+    ),
+    Mutant(
+        "t05", "tree: sampled siblings verified as deterministic (draft_probs ignored)", None,
+        "each child is accepted with p(x) instead of p(x)/q(x): biased towards the draft",
+        (Change("tree.py",
+                "            q_j = q if q is not None else _one_hot(x, V)\n",
+                "            q_j = _one_hot(x, V)\n"),),
+        (_PER_TREE,), origin="tree",
+    ),
+    Mutant(
+        "t06", "tree: each sibling tested against the target, not the residual", None,
+        "after a rejection the next sibling is kept too often: the draft's tokens are "
+        "over-represented",
+        (Change("tree.py",
+                "            if u_accept * q_j[x] < r[x]:\n",
+                "            if u_accept * q_j[x] < dist(node, kept)[x]:\n"),),
+        (_PER_TREE,), origin="tree",
+    ),
+    Mutant(
+        "t07", "tree: the replacement drawn from the target after every child is rejected", None,
+        "tokens the draft already offered come out again: the output is biased towards them",
+        (Change("tree.py",
+                "                return [*kept, sample_with(r, u_resample)], nodes\n",
+                "                return [*kept, sample_with(dist(node, kept), u_resample)], "
+                "nodes\n"),),
+        (_tree_test("test_tree_hand_example"), _PER_TREE), origin="tree",
+    ),
+    Mutant(
+        "t08", "tree: u_resample drawn only when every child is rejected", None,
+        "exact in law, but the same seed gives other tokens than the reference: a port's "
+        "streams diverge (draw order)",
+        (Change("tree.py",
+                _lines("            u_resample = rng.random()",
+                       "            if u_accept * q_j[x] < r[x]:"),
+                _lines("            if u_accept * q_j[x] < r[x]:")),
+         Change("tree.py",
+                "                return [*kept, sample_with(r, u_resample)], nodes\n",
+                "                return [*kept, sample_with(r, rng.random())], nodes\n")),
+        (_tree_test("test_tree_hand_example"),), origin="tree",
+    ),
+    Mutant(
+        "t09", "greedy tree: the bonus taken from the last kept node's parent", None,
+        "greedy tree output differs from plain greedy decoding after a kept path",
+        (Change("tree.py",
+                "        last = dist(best[-1] if best else -1, path)\n",
+                "        last = dist(shape.parents[best[-1]] if best else -1, path)\n"),),
+        (_tree_test("test_greedy_tree_follows_the_argmax_chain"),), origin="tree",
+    ),
+    Mutant(
+        "t10", "tree: penalties do not see the kept path", None,
+        "with penalties, tree output differs from plain generation",
+        (Change("tree.py",
+                "        return sampling_distribution(rows[node + 1], p, history + path, prompt)\n",
+                "        return sampling_distribution(rows[node + 1], p, history, prompt)\n"),),
+        (_tree_test("test_greedy_tree_penalties_see_the_kept_path"),), origin="tree",
+    ),
+    Mutant(
+        "t11", "greedy tree: the first agreeing child instead of the longest path", None,
+        "lossless, but fewer tokens per round than the contract's rule and other tokens than "
+        "a port's on the same tree",
+        (Change("tree.py",
+                "                if len(below) > len(found):\n",
+                "                if not found:\n"),),
+        (_tree_test("test_greedy_tree_takes_the_longest_agreeing_path"),), origin="tree",
+    ),
+    Mutant(
+        "t12", "tree: the residual taken against the original draft without replacement", None,
+        "after a rejection the residual subtracts the draft the child was not drawn from: biased",
+        (Change("tree.py",
+                "            r = residual(r, q_j)\n",
+                "            r = residual(r, q_rows[node + 1] if q is not None else q_j)\n"),),
+        (_TWO,), origin="tree",
+    ),
+)
+
+CATALOGUE = CHAIN_MUTANTS + TREE_MUTANTS
 
 _MUTANT_BY_ID = {m.id: m for m in CATALOGUE}
 

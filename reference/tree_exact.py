@@ -21,10 +21,11 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from fractions import Fraction
 from functools import cache
 from itertools import product
+from typing import Any
 
 from .errors import InvalidDraft, InvalidParams, InvalidTree
 
@@ -382,7 +383,7 @@ def first_token_law(law: Law) -> dict[int, Fraction]:
     return dict(sorted(out.items()))
 
 
-def total_variation(a: dict[object, Fraction], b: dict[object, Fraction]) -> Fraction:
+def total_variation(a: Mapping[Any, Fraction], b: Mapping[Any, Fraction]) -> Fraction:
     """``1/2 sum |a - b|`` over the union of supports, exactly."""
     keys = set(a) | set(b)
     return sum((abs(a.get(k, Fraction(0)) - b.get(k, Fraction(0))) for k in keys),

@@ -27,6 +27,8 @@ from spec_verify.adapters._implementations import (
     CAPABILITIES,
     Implementation,
     PythonImplementation,
+    TreeImplementation,
+    check_tree_result,
     load_implementation,
 )
 from spec_verify.adapters._rust_build import (
@@ -60,7 +62,9 @@ __all__ = [
     "PortBuildError",
     "PythonImplementation",
     "SvSamplingParams",
+    "TreeImplementation",
     "build_port",
+    "check_tree_result",
     "find_cargo",
     "find_crate",
     "guarded_call",

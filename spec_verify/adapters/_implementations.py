@@ -26,6 +26,8 @@ __all__ = [
     "CAPABILITIES",
     "Implementation",
     "PythonImplementation",
+    "TreeImplementation",
+    "check_tree_result",
     "load_implementation",
 ]
 
@@ -37,6 +39,8 @@ CAPABILITIES = (
     "prompt_lookup",  # PromptLookupDraft(max_ngram, min_ngram).propose(ctx, k, None)
     "pcg32",  # request_rng(seed).random()
     "generation",  # speculative_generate, generate and the bundled models (a Python module)
+    "verify_tree",  # verify_tree(target_logits, parents, token_ids, draft_probs, p, history,
+    #                 rng, prompt, rule) with an injected uniform source (CONTRACT.md section 6)
 )
 
 # scheme -> "module:function" of the adapter that loads it (imported lazily).
@@ -81,6 +85,28 @@ class Implementation(Protocol):
     def pcg32_uniforms(self, seed: int, n: int) -> list[float]: ...
 
 
+@runtime_checkable
+class TreeImplementation(Protocol):
+    """An implementation that also verifies draft trees (capability ``verify_tree``); a second
+    protocol, so implementations without trees need no stub method."""
+
+    name: str
+    capabilities: frozenset[str]
+
+    def verify_tree(
+        self,
+        target_logits: NDArray[np.float64],
+        parents: Sequence[int],
+        token_ids: Sequence[int],
+        draft_probs: Sequence[NDArray[np.float64] | None] | None,
+        p: Any,
+        history: Sequence[int],
+        rng: Any,
+        prompt: Sequence[int] = (),
+        rule: str = "with_replacement",
+    ) -> tuple[list[int], list[int]]: ...
+
+
 class PythonImplementation:
     """An implementation given as a Python module with the contract's names.
 
@@ -102,6 +128,7 @@ class PythonImplementation:
             "generation": all(
                 hasattr(module, n) for n in ("speculative_generate", "generate", "SamplingParams")
             ),
+            "verify_tree": hasattr(module, "verify_tree"),
         }
         self.capabilities = frozenset(k for k, v in offered.items() if v)
 
@@ -132,6 +159,31 @@ class PythonImplementation:
             return _check_verify_result(self.name, result, m, V)
 
         return self._guarded("verify_draft", call)
+
+    def verify_tree(
+        self,
+        target_logits: NDArray[np.float64],
+        parents: Sequence[int],
+        token_ids: Sequence[int],
+        draft_probs: Sequence[NDArray[np.float64] | None] | None,
+        p: Any,
+        history: Sequence[int],
+        rng: Any,
+        prompt: Sequence[int] = (),
+        rule: str = "with_replacement",
+    ) -> tuple[list[int], list[int]]:
+        """The module's ``verify_tree``, its result checked (a path from the root whose tokens
+        are the emitted ones) under the time limit."""
+        V = np.shape(target_logits)[-1]
+
+        def call() -> tuple[list[int], list[int]]:
+            result = self.module.verify_tree(
+                target_logits, list(parents), list(token_ids), draft_probs, p, list(history),
+                rng, list(prompt), rule=rule,
+            )
+            return check_tree_result(self.name, result, parents, token_ids, V)
+
+        return self._guarded("verify_tree", call)
 
     def sampling_distribution(
         self,
@@ -219,6 +271,41 @@ def _check_verify_result(name: str, result: Any, m: int, V: int) -> tuple[list[i
     if bad:
         raise ImplementationError(name, "verify_draft", f"returned ids out of [0, {V}): {bad}")
     return emitted, n_accepted
+
+
+def check_tree_result(
+    name: str, result: Any, parents: Sequence[int], token_ids: Sequence[int], V: int
+) -> tuple[list[int], list[int]]:
+    """``(emitted_ids, accepted_nodes)`` from ``verify_tree``, or ``ImplementationError``: the
+    nodes must be a path down from the root and carry the emitted tokens before the last."""
+    try:
+        emitted, nodes = result
+        emitted = [operator.index(t) for t in emitted]
+        nodes = [operator.index(i) for i in nodes]
+    except (TypeError, ValueError) as exc:
+        raise ImplementationError(
+            name, "verify_tree", f"returned {result!r}: {exc} (the contract returns a list of "
+            "int token ids and a list of int node indices)",
+        ) from exc
+    if len(emitted) != len(nodes) + 1:
+        raise ImplementationError(name, "verify_tree", f"returned {len(emitted)} ids for "
+                                  f"{len(nodes)} accepted nodes; it must be one more")
+    parent = -1
+    for i, node in enumerate(nodes):
+        if not 0 <= node < len(parents) or parents[node] != parent:
+            raise ImplementationError(
+                name, "verify_tree", f"accepted nodes {nodes}: node {node} is not a child of "
+                f"{'the root' if parent == -1 else f'node {parent}'}; they must be a path down "
+                "from the root")
+        if token_ids[node] != emitted[i]:
+            raise ImplementationError(
+                name, "verify_tree", f"emitted {emitted[i]} at position {i} for node {node}, "
+                f"which carries token {token_ids[node]}")
+        parent = node
+    bad = [t for t in emitted if not 0 <= t < V]
+    if bad:
+        raise ImplementationError(name, "verify_tree", f"returned ids out of [0, {V}): {bad}")
+    return emitted, nodes
 
 
 def load_python(spec: str, module_name: str) -> PythonImplementation:

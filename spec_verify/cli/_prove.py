@@ -9,7 +9,11 @@ Modes (one per call):
   the target's;
 - ``--theorem NAME``: one theorem on ``--cases`` seeded cases; no mode: every theorem;
 - ``--symbolic``: the sympy derivations of the per-token identity and the expected length;
-- ``--lossy RULE --p .. --q ..``: a lossy rule's exact output, TV distance and acceptance.
+- ``--lossy RULE --p .. --q ..``: a lossy rule's exact output, TV distance and acceptance;
+- ``--tree``: the tree rules (CONTRACT.md section 6): the reference's lossless rules proven
+  exact over the draft draws (V up to 8, branching and depth up to 3), ``--impl``'s law per
+  fixed tree against the rule's (V up to 64, up to 16 nodes; ``--cases`` random trees), and
+  Medusa's typical acceptance reported with its exact bias at each threshold.
 
 Exit code 0 only on a proven pass; 1 when anything failed, errored or was not provable; 2 on
 bad input.
@@ -51,6 +55,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     mode.add_argument("--theorem", help="one theorem on --cases seeded cases")
     mode.add_argument("--symbolic", action="store_true",
                       help="print the sympy derivations of the identities")
+    mode.add_argument("--tree", action="store_true",
+                      help="prove the tree rules over the draft draws, check --impl per fixed "
+                      "tree, and measure typical acceptance's bias")
     mode.add_argument("--lossy", metavar="RULE",
                       help="measure a lossy rule (typical, ensemble:w=1/2, confidence:tau=1/2) "
                       "on --p and --q")
@@ -94,6 +101,10 @@ def _run(args: argparse.Namespace) -> int:
     given = args.p is not None or args.q is not None
     if args.symbolic:
         return _symbolic(args)
+    if args.tree:
+        if given:
+            raise InvalidArgument("--tree", True, "goes without --p and --q")
+        return _tree(args)
     if args.lossy:
         if args.p is None or args.q is None:
             raise InvalidArgument("--lossy", args.lossy, "needs --p and --q")
@@ -311,3 +322,51 @@ def _lossy(args: argparse.Namespace) -> int:
     text = report.render() + f"\nverdict: {verdict}"
     payload = {"mode": "lossy", "verdict": verdict, "report": report.to_json()}
     return _emit(args, payload, text, exact)
+
+
+def _tree(args: argparse.Namespace) -> int:
+    from spec_verify.exact._tree_proofs import prove_tree_rules, typical_bias
+    from spec_verify.tiers.tree import check_tree_exact
+
+    impl = _impl(args)
+    proofs = prove_tree_rules(seed=args.seed)
+    lines = [f"spec-verify prove --tree (seed {args.seed})", "",
+             "the reference's lossless rules, one round averaged over the draft tree's draws, "
+             "continued with the target to depth + 1 tokens, against plain sampling:"]
+    lines.append(_table(
+        [[p.rule, str(p.V), str(p.branching), str(p.depth), str(p.outcomes),
+          format_fraction(p.mean_kept), "PROVEN EXACT" if p.proven else f"WRONG (TV {p.tv})"]
+         for p in proofs],
+        ["rule", "V", "branching", "depth", "outcomes", "mean kept", "verdict"]))
+    rules_ok = all(p.proven for p in proofs)
+    cases = 8 if args.cases is None else args.cases
+    check = check_tree_exact(impl, seed=args.seed, count=cases, max_V=64, max_nodes=16)
+    lines += ["", f"{impl.name} per fixed tree (V up to 64, up to 16 nodes, {cases} random trees "
+              "and the hand examples):"]
+    if check is None:
+        lines.append(f"  SKIPPED: {impl.name} does not offer verify_tree")
+        impl_ok = False
+    else:
+        lines.append(f"  {_verdict(check.status)}: {check.message}")
+        impl_ok = check.status is Status.PASSED
+        if not impl_ok and check.repro:
+            lines.append(f"  reproduce: {check.repro}")
+    bias = typical_bias(seed=args.seed)
+    lines += ["", "typical acceptance (Medusa; lossy): exact bias of one round (V = 4, branching "
+              "2, depth 2), delta = sqrt(epsilon):"]
+    lines.append(_table(
+        [[format_fraction(b.epsilon), f"{b.delta:.4g}", f"{float(b.tv):.6f}",
+          f"{float(b.tv_first):.6f}",
+          ", ".join(f"{t}: {format_fraction(v)}" for t, v in b.first_token_error.items()),
+          f"{float(b.mean_kept):.4f}", f"{float(b.lossless_mean_kept):.4f}"] for b in bias],
+        ["epsilon", "delta", "TV", "TV first", "first token P - p", "kept", "kept (lossless)"]))
+    lines.append("  (every threshold is biased: TV > 0; exact values in --json)"
+                 if all(b.tv > 0 for b in bias) else "  (TV 0 at some thresholds)")
+    ok = rules_ok and impl_ok
+    lines.append(f"verdict: {'PROVEN EXACT' if ok else 'NOT PROVEN'}")
+    payload = {"mode": "tree", "impl": impl.name, "seed": args.seed,
+               "verdict": "passed" if ok else "not_passed",
+               "rules": [p.to_json() for p in proofs],
+               "implementation": None if check is None else check.to_json(),
+               "typical": [b.to_json() for b in bias]}
+    return _emit(args, payload, "\n".join(lines), ok)

@@ -55,6 +55,19 @@ from spec_verify.exact._theorems import (
     run_exact_tier,
     run_theorem,
 )
+from spec_verify.exact._tree_cells import (
+    TreeEnumeration,
+    TreeRound,
+    contract_tree_law,
+    enumerate_tree_round,
+)
+from spec_verify.exact._tree_proofs import (
+    BiasRow,
+    RuleProof,
+    acceptance_by_branching,
+    prove_tree_rules,
+    typical_bias,
+)
 
 __all__ = [
     "DEFAULT_CASES",
@@ -64,6 +77,7 @@ __all__ = [
     "NEAR",
     "QUICK_CASES",
     "THEOREMS",
+    "BiasRow",
     "Breakpoint",
     "Case",
     "CaseResult",
@@ -79,14 +93,20 @@ __all__ = [
     "LossyReport",
     "Models",
     "Round",
+    "RuleProof",
     "Step",
+    "TreeEnumeration",
+    "TreeRound",
     "TypicalAcceptance",
     "Witness",
+    "acceptance_by_branching",
     "check_dist",
     "compare",
     "contract_output",
+    "contract_tree_law",
     "derivations",
     "enumerate_round",
+    "enumerate_tree_round",
     "expected_length",
     "format_fraction",
     "generate_cases",
@@ -99,9 +119,11 @@ __all__ = [
     "parse_dist",
     "per_token_identity",
     "prove_case",
+    "prove_tree_rules",
     "residual",
     "run_exact_tier",
     "run_theorem",
+    "typical_bias",
 ]
 
 check_exports(__name__, __all__, globals())

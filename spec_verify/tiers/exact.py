@@ -11,6 +11,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from typing import Any
+
 from spec_verify.exact._cells import (
     GUARD,
     Enumeration,
@@ -29,9 +32,10 @@ from spec_verify.exact._theorems import (
     named_case,
     one_position_case,
     prove_case,
-    run_exact_tier,
     run_theorem,
 )
+from spec_verify.exact._theorems import run_exact_tier as _run_chain_theorems
+from spec_verify.results import CheckResult
 
 __all__ = [
     "DEFAULT_CASES",
@@ -56,3 +60,25 @@ __all__ = [
     "run_exact_tier",
     "run_theorem",
 ]
+
+
+def run_exact_tier(
+    impl: Any,
+    *,
+    seed: int = 0,
+    cases: int | None = None,
+    theorems: Sequence[str] | None = None,
+    quick: bool = False,
+    progress: Callable[[str], None] | None = None,
+) -> list[CheckResult]:
+    """Every theorem of ``_theorems.run_exact_tier`` (same arguments), then, for an
+    implementation with ``verify_tree`` and all theorems asked, the per-fixed-tree check."""
+    results = _run_chain_theorems(impl, seed=seed, cases=cases, theorems=theorems, quick=quick,
+                                  progress=progress)
+    if theorems is None and "injected_uniforms" in getattr(impl, "capabilities", ()):
+        from spec_verify.tiers.tree import check_tree_exact
+
+        tree = check_tree_exact(impl, seed=seed, quick=quick, progress=progress)
+        if tree is not None:
+            results.append(tree)
+    return results

@@ -205,4 +205,9 @@ def run_greedy_tier(
         )
     if generation is not None:
         results.append(generation)
+    from spec_verify.tiers.tree import check_tree_argmax
+
+    tree = check_tree_argmax(impl, seed=seed, quick=quick, progress=progress)
+    if tree is not None:  # implementations with verify_tree (CONTRACT.md section 6)
+        results.append(tree)
     return results

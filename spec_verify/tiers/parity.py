@@ -658,4 +658,10 @@ def run_parity_tier(
         results.append(_check_lookup(impl, side, seed, progress))
     if "pcg32" in capabilities and case_seed is None:
         results.append(_check_pcg32(impl, seed, quick))
+    if case_seed is None:
+        from spec_verify.tiers.tree import check_tree_parity
+
+        tree = check_tree_parity(impl, seed=seed, quick=quick, progress=progress)
+        if tree is not None:  # implementations with verify_tree (CONTRACT.md section 6)
+            results.append(tree)
     return results

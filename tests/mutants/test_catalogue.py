@@ -16,7 +16,9 @@ from spec_verify.cli import main
 from spec_verify.errors import UnknownImplementation
 from spec_verify.mutants import (
     CATALOGUE,
+    CHAIN_MUTANTS,
     PITFALLS,
+    TREE_MUTANTS,
     Change,
     Mutant,
     MutantDoesNotApply,
@@ -40,13 +42,22 @@ SEED_PITFALL_BY_ID = {
 OURS = {"s13", "s14", "s20", "s21"}
 
 
-def test_ids_are_s01_to_s24_in_order():
-    assert [m.id for m in CATALOGUE] == [f"s{i:02d}" for i in range(1, 25)]
+def test_ids_are_s01_to_s24_then_t01_to_t12_in_order():
+    assert [m.id for m in CHAIN_MUTANTS] == [f"s{i:02d}" for i in range(1, 25)]
+    assert [m.id for m in TREE_MUTANTS] == [f"t{i:02d}" for i in range(1, 13)]
+    assert CATALOGUE == CHAIN_MUTANTS + TREE_MUTANTS
+
+
+def test_tree_mutants_change_the_tree_module_and_name_its_tests():
+    for mutant in TREE_MUTANTS:
+        assert mutant.origin == "tree" and mutant.pitfall is None
+        assert mutant.files == ("tree.py",)
+        assert all(node.startswith("reference/test_tree.py::") for node in mutant.killed_by)
 
 
 def test_the_seed_names_twenty_and_we_define_four():
     assert {m.id for m in CATALOGUE if m.origin == "ours"} == OURS
-    for mutant in CATALOGUE:
+    for mutant in CHAIN_MUTANTS:
         if mutant.id in OURS:
             assert mutant.pitfall is None or mutant.pitfall in PITFALLS
         else:

@@ -41,7 +41,10 @@ from spec_verify.mutants.reports import (
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "graded_suite"
 SUITES = Path(__file__).resolve().parent / "suites"
-EXAMPLE_SURVIVORS = {"s11", "s21"}  # shortest n-gram first; the n-gram draft's context
+# shortest n-gram first; the n-gram draft's context; and every tree mutant (the example suite
+# tests chains only)
+EXAMPLE_SURVIVORS = {"s11", "s21"} | {f"t{i:02d}" for i in range(1, 13)}
+TOTAL = len(CATALOGUE)  # 24 chain and 12 tree mutants
 
 
 @pytest.fixture(scope="module")
@@ -57,11 +60,12 @@ def example_grade(tmp_path_factory) -> GradeResult:
 
 
 @pytest.mark.slow
-def test_the_example_suite_scores_22_of_24(example_grade):
+def test_the_example_suite_scores_22_of_36(example_grade):
     result = example_grade
     assert result.graded, result.reason
-    assert (result.detected, result.total) == (22, 24)
-    assert result.grade == pytest.approx(22 / 24)
+    assert TOTAL == 36
+    assert (result.detected, result.total) == (22, TOTAL)
+    assert result.grade == pytest.approx(22 / TOTAL)
     assert {m.mutant_id for m in result.mutants if m.state is MutantState.SURVIVED} == (
         EXAMPLE_SURVIVORS)
     assert [m.mutant_id for m in result.mutants] == [m.id for m in CATALOGUE]
@@ -87,10 +91,11 @@ def test_the_grade_is_the_same_every_time(example_grade):
 @pytest.mark.slow
 def test_terminal_report(example_grade):
     text = terminal_report(example_grade)
-    assert "grade: 22/24 detected = 91.7%" in text
-    assert "killed 22, survived 2, timed out 0, errored 0" in text
+    assert "grade: 22/36 detected = 61.1%" in text
+    assert "killed 22, survived 14, timed out 0, errored 0" in text
     assert "s11  prompt lookup tries the shortest n-gram first" in text
-    assert f"reproduce: spec-verify grade {EXAMPLE} --mutants s11,s21" in text
+    survivors = ",".join(sorted(EXAMPLE_SURVIVORS))
+    assert f"reproduce: spec-verify grade {EXAMPLE} --mutants {survivors}" in text
     assert SCORE_DEFINITION[:40] in text
 
 
@@ -143,8 +148,8 @@ def test_mutant_location_spans_every_change():
 @pytest.mark.slow
 def test_gradescope_results(example_grade):
     results = gradescope_results(example_grade)
-    assert (results["score"], results["max_score"]) == (22, 24)
-    assert len(results["tests"]) == 24
+    assert (results["score"], results["max_score"]) == (22, TOTAL)
+    assert len(results["tests"]) == TOTAL
     assert sum(t["score"] for t in results["tests"]) == 22
     assert {t["number"] for t in results["tests"] if t["status"] == "failed"} == EXAMPLE_SURVIVORS
     assert SCORE_DEFINITION in results["output"]
@@ -155,8 +160,8 @@ def test_junit_xml(example_grade):
     root = ET.fromstring(junit_xml(example_grade))
     suite = root.find("testsuite")
     assert suite is not None
-    assert suite.get("tests") == "25"
-    assert suite.get("failures") == "2"
+    assert suite.get("tests") == str(TOTAL + 1)  # every mutant and the clean run
+    assert suite.get("failures") == str(len(EXAMPLE_SURVIVORS))
     failed = {case.get("name").split()[0] for case in suite.iter("testcase")
               if case.find("failure") is not None}
     assert failed == EXAMPLE_SURVIVORS

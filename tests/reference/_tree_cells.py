@@ -4,6 +4,8 @@ Per child in index order ``u_accept`` (keep cell ``[0, a)``, reject cell ``[a, 1
 ``u_resample`` (the residual's cells after the last child's rejection, else unused: fed 1/2);
 a node without children ends with the bonus draw over its row's cells. Each outcome is weighted
 by the exact widths of its cells, and every call must consume exactly the scripted uniforms.
+Each outcome is checked at both edges of every cell too (each draw moved, the others kept), so
+a rule whose breakpoints differ from the contract's inside a cell is caught, not averaged away.
 It shares no code with the reference's tree modules.
 """
 
@@ -17,6 +19,12 @@ from ._cells import ScriptedUniforms, cells, mid, one_hot, residual
 
 Dist = tuple[Fraction, ...]
 TreeCall = Callable[[ScriptedUniforms], tuple[list[int], list[int]]]
+Cell = tuple[Fraction, Fraction] | None  # a draw's cell; None: unused (fed 1/2)
+EDGE = Fraction(1, 10**9)
+
+
+def _middle(cell: Cell) -> float:
+    return 0.5 if cell is None else mid(*cell)
 
 
 def without(q: Dist, x: int) -> Dist:
@@ -39,19 +47,32 @@ def enumerate_tree(
         kids[parent].append(i)
     out: dict[tuple[int, ...], Fraction] = defaultdict(Fraction)
 
-    def run(uniforms: list[float], weight: Fraction) -> None:
+    def once(uniforms: list[float]) -> tuple[int, ...]:
         rng = ScriptedUniforms(uniforms)
         emitted, nodes = call(rng)
         assert rng.drawn == len(uniforms), f"drew {rng.drawn} of {len(uniforms)} uniforms"
         assert len(emitted) == len(nodes) + 1
-        out[tuple(emitted)] += weight
+        return tuple(emitted)
 
-    def node_walk(node: int, uniforms: list[float], weight: Fraction) -> None:
+    def run(draws: list[Cell], weight: Fraction) -> None:
+        emitted = once([_middle(c) for c in draws])
+        for i, cell in enumerate(draws):
+            if cell is None:
+                continue
+            for edge in (float(cell[0] + EDGE), float(cell[1] - EDGE)):
+                moved = [_middle(c) for c in draws]
+                moved[i] = edge
+                assert once(moved) == emitted, (
+                    f"draw {i} at {edge} in its cell [{cell[0]}, {cell[1]}) gives {once(moved)}, "
+                    f"the middle {emitted}: a breakpoint inside the contract's cell")
+        out[emitted] += weight
+
+    def node_walk(node: int, uniforms: list[Cell], weight: Fraction) -> None:
         r = tuple(p_rows[node + 1])
         children = kids[node]
         if not children:
             for _, lo, hi in cells(r):
-                run([*uniforms, mid(lo, hi)], weight * (hi - lo))
+                run([*uniforms, (lo, hi)], weight * (hi - lo))
             return
         q = None if q_rows is None else q_rows[node + 1]
         for j, child in enumerate(children):
@@ -59,16 +80,16 @@ def enumerate_tree(
             q_j = q if q is not None else one_hot(x, V)
             a = min(Fraction(1), r[x] / q_j[x])
             if a > 0:
-                node_walk(child, [*uniforms, mid(Fraction(0), a), 0.5], weight * a)
+                node_walk(child, [*uniforms, (Fraction(0), a), None], weight * a)
             if a == 1:
                 return
             weight *= 1 - a
             r = residual(r, q_j)
             if j == len(children) - 1:
                 for _, lo, hi in cells(r):
-                    run([*uniforms, mid(a, Fraction(1)), mid(lo, hi)], weight * (hi - lo))
+                    run([*uniforms, (a, Fraction(1)), (lo, hi)], weight * (hi - lo))
                 return
-            uniforms = [*uniforms, mid(a, Fraction(1)), 0.5]
+            uniforms = [*uniforms, (a, Fraction(1)), None]
             if rule == "without_replacement" and q is not None:
                 q = without(q, x)
 

@@ -76,8 +76,8 @@ HAND_CASES = [
     # (token 1): the residual is (0, 1/3, 2/3), a = (1/3)/(1/3) = 1: kept; bonus from node 1.
     ("with_replacement", (0.5, 0.9, 0.7, 0.5, 0.2), [1, 2], [1]),
     # without replacement the draft becomes (0, 2/3, 1/3): a = (1/3)/(2/3) = 1/2, 0.7 rejects;
-    # the residual max(0, (0, 1/3, 2/3) - (0, 2/3, 1/3)) = (0, 0, 1/3) gives 2 at u = 0.5.
-    ("without_replacement", (0.5, 0.9, 0.7, 0.5), [2], []),
+    # the residual max(0, (0, 1/3, 2/3) - (0, 2/3, 1/3)) = (0, 0, 1/3) gives 2 at u = 0.3.
+    ("without_replacement", (0.5, 0.9, 0.7, 0.3), [2], []),
     ("without_replacement", (0.5, 0.9, 0.3, 0.5, 0.2), [1, 2], [1]),
 ]
 
@@ -97,6 +97,29 @@ def test_tree_hand_example_exact_laws():
                                 "without_replacement")
     assert with_law == {(1, 2): F(1)}
     assert without == {(1, 2): F(1, 2), (2,): F(1, 2)}
+
+
+TWO_P = (F(5, 16), F(1, 4), F(5, 16), F(1, 8))
+TWO_Q = (F(1, 4), F(3, 8), F(3, 16), F(3, 16))
+# Root children: token 3 then token 1, both drawn from TWO_Q. Child 0: a = (1/8)/(3/16) = 2/3;
+# after its rejection r = max(0, p - q) / Z = (1/3, 0, 2/3, 0). Child 1: r(1) = 0, rejected.
+# With replacement r = max(0, r - q) / Z = (4/27, 0, 23/27, 0); without, the draft is first
+# renormalised without 3, q_2 = (4/13, 6/13, 3/13, 0), and r = (1/18, 0, 17/18, 0).
+TWO_REJECTIONS = {
+    "with_replacement": {(0,): F(4, 81), (2,): F(23, 81)},
+    "without_replacement": {(0,): F(1, 54), (2,): F(17, 54)},
+}
+
+
+@pytest.mark.parametrize("rule", RULES)
+def test_tree_hand_example_two_rejections(rule):
+    rows, parents, tokens, q_rows = [TWO_P] * 3, [-1, -1], [3, 1], [TWO_Q, None, None]
+    expected = dict(TWO_REJECTIONS[rule])
+    expected.update({(3, t): F(2, 3) * v for t, v in enumerate(TWO_P)})
+    assert exact_tree_verify(rows, parents, tokens, q_rows, rule) == expected
+    obtained = enumerate_tree(_call(rows, parents, tokens, q_rows, rule), rows, parents,
+                              tokens, q_rows, rule)
+    assert obtained == expected
 
 
 def test_tree_bonus_comes_from_the_kept_leaf():
