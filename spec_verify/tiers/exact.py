@@ -70,11 +70,12 @@ def run_exact_tier(
     theorems: Sequence[str] | None = None,
     quick: bool = False,
     progress: Callable[[str], None] | None = None,
+    **options: Any,
 ) -> list[CheckResult]:
     """Every theorem of ``_theorems.run_exact_tier`` (same arguments), then, for an
     implementation with ``verify_tree`` and all theorems asked, the per-fixed-tree check."""
     results = _run_chain_theorems(impl, seed=seed, cases=cases, theorems=theorems, quick=quick,
-                                  progress=progress)
+                                  progress=progress, **options)
     if theorems is None and "injected_uniforms" in getattr(impl, "capabilities", ()):
         from spec_verify.tiers.tree import check_tree_exact
 
