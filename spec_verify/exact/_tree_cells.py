@@ -26,13 +26,13 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from spec_verify.adapters._implementations import TreeImplementation
 from spec_verify.errors import ImplementationError, InvalidArgument, InvalidDistribution
 from spec_verify.exact._cells import (
+    DEFAULT_UNIFORM,
     GUARD,
     NEAR,
     Breakpoint,
@@ -46,14 +46,16 @@ from spec_verify.exact._cells import (
     _cells_of,
     _Explorer,
     _Restart,
-    _ScriptedUniforms,
-    _TooManyDraws,
     check_dist,
     format_fraction,
     logits_of,
     one_hot,
     residual,
 )
+from spec_verify.uniforms import ScriptedUniforms, TooManyDraws
+
+if TYPE_CHECKING:  # the engine takes any implementation; it imports no adapter
+    from spec_verify.adapters._implementations import TreeImplementation
 
 __all__ = [
     "TreeEnumeration",
@@ -299,14 +301,14 @@ class _TreeExplorer(_Explorer):
             raise _Abort("not_provable", f"needed more than {self.max_calls} calls", script)
         self.calls += 1
         self.audit_calls += self.auditing
-        source = _ScriptedUniforms(script, self.max_draws)
+        source = ScriptedUniforms(script, then=DEFAULT_UNIFORM, limit=self.max_draws)
         rnd = self.tree
         try:
             emitted, _ = self.tree_impl.verify_tree(
                 self.logits, list(rnd.parents), list(rnd.token_ids), self.tree_probs,
                 self.params, [], source, [], rule=rnd.rule,
             )
-        except _TooManyDraws:
+        except TooManyDraws:
             raise _Abort(
                 "not_provable",
                 f"drew more than {self.max_draws} uniforms for a tree of {rnd.n} nodes (the "
@@ -317,7 +319,7 @@ class _TreeExplorer(_Explorer):
         except ValueError as exc:
             raise _Abort("error", f"{self.impl.name}: verify_tree rejected valid input: "
                          f"{type(exc).__name__}: {exc}", script) from exc
-        out = (tuple(emitted), source.count)
+        out = (tuple(emitted), source.drawn)
         self.cache[script] = out
         return out
 

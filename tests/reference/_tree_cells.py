@@ -15,7 +15,9 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from fractions import Fraction
 
-from ._cells import ScriptedUniforms, cells, mid, one_hot, residual
+from spec_verify.uniforms import ScriptedUniforms
+
+from ._cells import cells, mid, one_hot, residual
 
 Dist = tuple[Fraction, ...]
 TreeCall = Callable[[ScriptedUniforms], tuple[list[int], list[int]]]

@@ -39,8 +39,9 @@ from spec_verify.reference.tree_exact import (
     sibling_draws,
     total_variation,
 )
+from spec_verify.uniforms import NoDraws, ScriptedUniforms
 
-from ._cells import NoDraws, ScriptedUniforms, logits_of, random_dist
+from ._cells import logits_of, random_dist
 from ._tree_cells import enumerate_tree
 
 F = Fraction
