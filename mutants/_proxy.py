@@ -216,7 +216,7 @@ class _Builder:
             else:
                 value = entry["value"]
             setattr(module, name, value)
-        module.__all__ = list(names)  # type: ignore[attr-defined]
+        module.__all__ = list(info.get("all") or names)  # type: ignore[attr-defined]
 
         def missing(name: str) -> Any:
             raise AttributeError(

@@ -189,6 +189,9 @@ class RunRequest:
     args: Sequence[str]
     timeout: float
     select: Sequence[str] | None = None
+    # serve the reference's private names too: only for the project's own tests of internals
+    # (``run_mutants``), never for a graded suite
+    private_names: bool = False
 
 
 @dataclass(frozen=True)
@@ -197,6 +200,7 @@ class _Prepared:
     job: dict[str, Any]
     before: Mapping[str, tuple[int, int]]
     sources: Mapping[str, str]
+    private_names: bool = False
 
 
 class RunPool:
@@ -315,7 +319,8 @@ class RunPool:
                                 [sampler_end.fileno()])
             # the tree goes in at the suite's end and comes out at the sampler's: the suite's
             # process receives an end whose incoming side holds only the sampler's replies
-            send_message(suite_end, {"sources": dict(prepared.sources)},
+            send_message(suite_end, {"sources": dict(prepared.sources),
+                                     "private": prepared.private_names},
                          deadline=time.monotonic() + 60)
             socket.send_fds(self._handover, [token.encode()], [suite_end.fileno()])
         except (OSError, WireError) as exc:
@@ -345,7 +350,7 @@ class RunPool:
         select = self.select if request.select is None else tuple(request.select)
         job = {"token": secrets.token_hex(8), "run_dir": str(run), "suite_name": self.suite_name,
                "args": [*request.args, *select], "timeout": request.timeout}
-        return _Prepared(run, job, before, sources)
+        return _Prepared(run, job, before, sources, request.private_names)
 
     def next_done(self, keep: bool = False) -> tuple[str, RunOutcome]:
         """Block until a run ends; its token and outcome. The run's folder is deleted, or

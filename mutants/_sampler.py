@@ -64,7 +64,9 @@ def _exception_key(kind: type[BaseException]) -> str | None:
     return class_key(kind)
 
 
-def _public(module: ModuleType) -> list[str]:
+def _public(module: ModuleType, private: bool = False) -> list[str]:
+    if private:  # every name but dunders (the project's own tests of internals)
+        return [n for n in vars(module) if not (n.startswith("__") and n.endswith("__"))]
     names = getattr(module, "__all__", None)
     if isinstance(names, (list, tuple)) and all(isinstance(n, str) for n in names):
         return list(names)
@@ -128,8 +130,9 @@ def _describe_class(cls: type, classes: dict[str, Any]) -> str:
     return key
 
 
-def describe() -> dict[str, Any]:
-    """The public API of every module of the loaded tree.
+def describe(private: bool = False) -> dict[str, Any]:
+    """The public API of every module of the loaded tree (``private``: every name but dunders;
+    only for the project's own suite, through ``run_mutants``: a graded suite never gets it).
 
     Returns ``{"modules": {name: {"names": {name: entry}, "errors": ...}}, "classes": {key:
     class description}}``; an entry is ``{"kind": "class", "key"}``, ``{"kind": "function",
@@ -150,7 +153,7 @@ def describe() -> dict[str, Any]:
             if isinstance(value, type) and value.__module__ == module_name:
                 _describe_class(value, classes)
         entries: dict[str, Any] = {}
-        for name in _public(module):
+        for name in _public(module, private):
             if not hasattr(module, name):
                 continue
             value = getattr(module, name)
@@ -165,7 +168,8 @@ def describe() -> dict[str, Any]:
                                  "module": getattr(value, "__module__", module_name)}
             else:
                 entries[name] = {"kind": "value", "value": value}
-        modules[module_name] = {"names": entries, "error": None}
+        public = _public(module)
+        modules[module_name] = {"names": entries, "error": None, "all": public}
     return {"modules": modules, "classes": classes}
 
 
@@ -197,6 +201,7 @@ def serve(sock: socket.socket) -> None:
 
     header, _ = recv_message(sock, time.monotonic() + _TREE_DEADLINE)
     sources = header.get("sources")
+    private = header.get("private") is True
     if not (isinstance(sources, dict) and all(isinstance(k, str) and isinstance(v, str)
                                                for k, v in sources.items())):
         raise SystemExit("the tree message holds no sources")
@@ -212,7 +217,7 @@ def serve(sock: socket.socket) -> None:
 
         endpoint.handlers["describe"] = broken
     else:
-        endpoint.handlers["describe"] = lambda message, values: describe()
+        endpoint.handlers["describe"] = lambda message, values: describe(private)
     endpoint.handlers["construct_exception"] = _construct_exception
     del sources, header
     endpoint.serve_forever()

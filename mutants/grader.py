@@ -593,7 +593,8 @@ def run_mutants(
     -> pytest selection relative to the suite (empty for all of it). The raw outcomes.
 
     The same mechanism and options as ``grade`` without its verdicts: the kill matrix uses
-    it to show which of our tests fail against which mutant.
+    it to show which of our tests fail against which mutant. Unlike a graded suite, ours may
+    import the reference's private names (its tests of internals): the proxy serves them here.
     """
     if not plan:
         raise InvalidArgument("plan", dict(plan), "must name at least one run")
@@ -604,7 +605,7 @@ def run_mutants(
     ids = list(plan)
     args = pytest_arguments(exitfirst)
     runs = [RunRequest(sources if i is None else apply_mutant(mutant_by_id(i), sources), args,
-                       timeout, select=tuple(plan[i]) or None) for i in ids]
+                       timeout, select=tuple(plan[i]) or None, private_names=True) for i in ids]
     out: dict[str | None, RunOutcome] = {}
     with RunPool(suite) as pool:
         for index, outcome in pool.run_all(jobs or _default_jobs(), runs):

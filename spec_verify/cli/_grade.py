@@ -54,6 +54,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--repeats", type=int, default=3, metavar="N",
                         help="clean runs before the mutants, each must pass; a suite whose "
                         "result changes is refused as flaky (default: %(default)d)")
+    parser.add_argument("--confirmations", type=int, default=2, metavar="N",
+                        help="reruns of each detection on its mutant, shuffled with as many "
+                        "clean reruns; a detection that does not reproduce refuses the grade "
+                        "as flaky (default: %(default)d)")
     parser.add_argument("--short", action="store_true",
                         help="abbreviate failure messages in the table (reports stay full)")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
@@ -86,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
         result = grade(
             args.path, jobs=args.jobs, mutants=mutants, timeout_factor=args.timeout_factor,
             min_timeout=args.min_timeout, clean_timeout=args.clean_timeout, decoys=args.decoys,
-            repeats=args.repeats, progress=progress,
+            repeats=args.repeats, confirmations=args.confirmations, progress=progress,
         )
     except InvalidArgument as error:
         print(f"spec-verify grade: error: {error}", file=sys.stderr)
@@ -117,7 +121,8 @@ def _batch(args: argparse.Namespace, mutants: list[str] | None,
         rows = grade_submissions(
             args.path, progress=progress, jobs=args.jobs, mutants=mutants,
             timeout_factor=args.timeout_factor, min_timeout=args.min_timeout,
-            clean_timeout=args.clean_timeout, decoys=args.decoys, repeats=args.repeats)
+            clean_timeout=args.clean_timeout, decoys=args.decoys, repeats=args.repeats,
+            confirmations=args.confirmations)
     except InvalidArgument as error:
         print(f"spec-verify grade: error: {error}", file=sys.stderr)
         return ExitCode.USAGE_ERROR

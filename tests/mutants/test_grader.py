@@ -186,6 +186,10 @@ def test_cli_grade_refuses_bad_input(capsys):
     assert "does not exist" in capsys.readouterr().err
     assert main(["grade", str(EXAMPLE), "--mutants", "s99", "-q"]) == 2
     assert "s99" in capsys.readouterr().err
+    assert main(["grade", str(EXAMPLE), "--confirmations", "0", "-q"]) == 2
+    assert "confirmations" in capsys.readouterr().err
+    assert main(["grade", str(EXAMPLE), "--csv", "x.csv", "-q"]) == 2  # needs --submissions
+    assert "--csv needs --submissions" in capsys.readouterr().err
 
 
 # --- bad suites: each ends with a grade and a reason --------------------------------------------

@@ -23,7 +23,7 @@ from spec_verify.mutants._rpc import Endpoint, ProtocolError, Remote
 from spec_verify.mutants._source import canary_sources, reference_sources
 
 
-def _serve(sources):
+def _serve(sources, private=False):
     near, far = socket.socketpair()
     pid = os.fork()
     if pid == 0:  # the served child: never returns into pytest
@@ -38,7 +38,7 @@ def _serve(sources):
         finally:
             os._exit(code)
     far.close()
-    send_message(near, {"sources": dict(sources)})
+    send_message(near, {"sources": dict(sources), "private": private})
     return near, pid
 
 
@@ -237,3 +237,21 @@ def test_malformed_values_are_refused(data):
     a, _ = socket.socketpair()
     with pytest.raises(ProtocolError):
         Endpoint(a).decode(data, memoryview(bytes(8)))
+
+
+def test_private_names_only_for_the_project_s_own_tests():
+    # a graded suite gets each module's __all__; run_mutants (our own tests of internals)
+    # asks for every name, still without any private attribute of a served object
+    sock, pid = _serve(reference_sources(), private=True)
+    try:
+        builder = connect(sock)
+        sampling = builder.module("spec_verify.reference.sampling")
+        assert sampling.__all__ == real.sampling.__all__
+        assert sampling._sequential_sum(np.array([1.0, 2.0])) == 3.0
+        with pytest.raises(AttributeError, match="public attributes only"):
+            builder.endpoint.getattr(
+                builder.description["modules"]["spec_verify.reference.sampling"]["names"][
+                    "_exp"]["object"], "__code__")
+    finally:
+        sock.close()
+        os.waitpid(pid, 0)
