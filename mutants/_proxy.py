@@ -142,6 +142,7 @@ class _Builder:
             return cls
         if info["exception"]:
             namespace["__init__"] = _exception_init(endpoint, handle)
+            namespace["__reduce__"] = _exception_reduce
             namespace["_sv_class"] = handle
             cls = type(info["name"], bases or (Exception,), namespace)
             self.classes[key] = cls
@@ -245,6 +246,22 @@ def _exception_init(endpoint: Endpoint, handle: Any) -> Any:
 
     init.__name__ = "__init__"
     return init
+
+
+def _exception_reduce(self: BaseException) -> tuple[Any, ...]:
+    """Pickle and copy an exception here, without asking the sampler's process to build it
+    again (the reference's exceptions pickle; a suite may check that they do)."""
+    attributes = {k: v for k, v in vars(self).items() if not k.startswith("_sv_")}
+    return (_rebuild_exception, (type(self), self.args, attributes))
+
+
+def _rebuild_exception(kind: type[BaseException], args: tuple[Any, ...],
+                       attributes: dict[str, Any]) -> BaseException:
+    error = kind.__new__(kind)
+    error.args = args
+    for name, value in attributes.items():
+        setattr(error, name, value)
+    return error
 
 
 def _constructor() -> Any:
