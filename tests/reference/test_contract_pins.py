@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from spec_verify.reference import InvalidLogits, InvalidParams, SamplingParams, verify_draft
-from spec_verify.reference.sampling import _exp, lane_sum, sample, sampling_distribution
+from spec_verify.reference.sampling import lane_sum, sample, sampling_distribution
 
 
 class Counting:
@@ -30,7 +30,7 @@ class Counting:
 def softmax(row: list[float]) -> np.ndarray:
     """Step 5 of CONTRACT.md section 2, as the reference computes it."""
     logits = np.array(row)
-    e = _exp(logits - logits.max())
+    e = np.exp(logits - logits.max())  # the reference's exp (CONTRACT.md 2.5)
     return e / lane_sum(e)
 
 
