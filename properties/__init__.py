@@ -31,6 +31,7 @@ from .checks import (
 from .strategies import (
     GenerationCase,
     VerifyCase,
+    boundary_verify_cases,
     draft_rows,
     drafts,
     generation_cases,
@@ -49,6 +50,7 @@ __all__ = [
     "GenerationCase",
     "PropertyViolation",
     "VerifyCase",
+    "boundary_verify_cases",
     "check_cache_holds_kept_positions",
     "check_emitted_is_accepted_plus_one",
     "check_eos_and_stop_strings",

@@ -25,6 +25,7 @@ __all__ = [
     "LARGE_VOCABULARIES",
     "GenerationCase",
     "VerifyCase",
+    "boundary_verify_cases",
     "draft_rows",
     "drafts",
     "generation_cases",
@@ -239,6 +240,10 @@ def verify_cases(
     """
     from spec_verify.reference import SamplingParams, sampling_distribution
 
+    # One case in ten sits on a rule's edge (never the shrink target: 9 is the last value).
+    fits = max_drafts >= 3 and (max_vocab_size is None or max_vocab_size >= 512)
+    if fits and draw(st.integers(0, 9)) == 9:
+        return draw(boundary_verify_cases(greedy=greedy))
     V = draw(vocab_sizes(max_vocab_size))
     m = draw(st.integers(0, max_drafts))
     fields = draw(sampling_params(greedy))
@@ -269,6 +274,35 @@ def verify_cases(
         params=fields,
         history=tuple(history),
         prompt=tuple(prompt),
+        seed=draw(st.integers(0, 2**32 - 1)),
+    )
+
+
+@st.composite
+def boundary_verify_cases(draw: st.DrawFn, *, greedy: bool | None = None) -> VerifyCase:
+    """``verify_draft`` calls on a rule's edge (``spec_verify.tiers._edge_cases``): top-p and
+    min-p thresholds hit exactly by dyadic probabilities, top-k cutting inside a tie, and
+    histories of 1,025 to 4,096 tokens whose penalised tokens occur only before the last 1,024
+    (so a port that penalises a recent window only picks another greedy token).
+
+    ``greedy=True`` draws the kinds where temperature 0 still meets the edge (top-k ties at
+    the maximum, long histories); ``greedy=False`` makes every case sampled.
+    """
+    from spec_verify.tiers._edge_cases import BOUNDARY_KINDS, boundary_case
+
+    kinds = ("top_k_tie", "long_history") if greedy else BOUNDARY_KINDS
+    kind = draw(st.sampled_from(kinds))
+    edge = boundary_case(np.random.default_rng(draw(st.integers(0, 2**32 - 1))), kind)
+    params = dict(edge.params)
+    if greedy is not None and (params["temperature"] == 0.0) != greedy:
+        params["temperature"] = 0.0 if greedy else 1.0
+    return VerifyCase(
+        target_logits=edge.target_logits,
+        draft_ids=edge.draft_ids,
+        draft_probs=edge.draft_probs,
+        params=params,
+        history=edge.history,
+        prompt=edge.prompt,
         seed=draw(st.integers(0, 2**32 - 1)),
     )
 

@@ -21,6 +21,7 @@ from spec_verify.reference import (
     request_rng,
 )
 from spec_verify.reference import verify_draft as reference_verify_draft
+from spec_verify.tiers._edge_cases import boundary_case, boundary_kind
 from spec_verify.uniforms import ScriptedUniforms
 
 __all__ = [
@@ -38,7 +39,7 @@ __all__ = [
 ]
 
 BIG_V_EVERY = 200  # one case in this many has a vocabulary over 8,192
-HUGE_V_EVERY = 1000  # and one in this many a real model's (32,000 to 151,936)
+HUGE_V_EVERY = 1000  # and one in this many a real model's (32,000 to 262,144)
 PARAM_DEFAULTS: dict[str, Any] = {
     "temperature": 1.0,
     "top_k": 0,
@@ -120,8 +121,9 @@ class ParityCase:
         lines = [
             f"V={self.V}, m={self.m}, draft_ids={list(self.draft_ids)}, "
             f"params={data['params'] or 'defaults'}"
-            + (f", history={list(self.history)}" if self.history else "")
-            + (f", prompt={list(self.prompt)}" if self.prompt else ""),
+            + (f", history={_ids_text(self.history)}" if self.history else "")
+            + (f", prompt={_ids_text(self.prompt)}" if self.prompt else "")
+            + (f" ({self.note})" if self.note else ""),
         ]
         if self.V <= 16:
             lines.append(f"target_logits={data['target_logits']}")
@@ -137,6 +139,14 @@ class ParityCase:
                 f"uniforms ({source}, request_rng({self.stream_seed})): {data['uniforms']}"
             )
         return "\n".join(lines)
+
+
+def _ids_text(ids: tuple[int, ...], limit: int = 24) -> str:
+    if len(ids) <= limit:
+        return str(list(ids))
+    head = ", ".join(str(t) for t in ids[: limit // 2])
+    tail = ", ".join(str(t) for t in ids[-limit // 2 :])
+    return f"[{head}, ... {len(ids) - limit} more ..., {tail}] ({len(ids)} tokens)"
 
 
 def _floats(array: NDArray[np.float64]) -> list[Any]:
@@ -172,8 +182,8 @@ def _pick(rng: np.random.Generator, weights: dict[Any, float]) -> Any:
 
 
 def _vocab(rng: np.random.Generator, case_seed: int) -> int:
-    if case_seed % HUGE_V_EVERY == HUGE_V_EVERY - 1:  # real vocabularies: 32k to 152k
-        return int(rng.choice([32_000, 50_257, 151_936]))
+    if case_seed % HUGE_V_EVERY == HUGE_V_EVERY - 1:  # real vocabularies: 32k to 262k
+        return int(rng.choice([32_000, 50_257, 151_936, 262_144]))
     if case_seed % BIG_V_EVERY == BIG_V_EVERY - 1:
         return int(rng.integers(8193, 9001))
     band = _pick(rng, {"tiny": 0.55, "small": 0.3, "medium": 0.13, "large": 0.02})
@@ -253,8 +263,25 @@ def stream_seed(case_seed: int) -> int:
 
 
 def verify_case(case_seed: int) -> ParityCase:
-    """The ``verify_draft`` case of ``case_seed`` (a pure function of it)."""
+    """The ``verify_draft`` case of ``case_seed`` (a pure function of it); one case in
+    ``BOUNDARY_EVERY`` of each boundary kind sits on a rule's edge (``_edge_cases``)."""
     rng = np.random.default_rng([case_seed, 0x5EED])
+    kind = boundary_kind(case_seed)
+    if kind is not None:
+        edge = boundary_case(rng, kind)
+        stream = request_rng(stream_seed(case_seed))
+        return ParityCase(
+            case_seed=case_seed,
+            target_logits=edge.target_logits,
+            draft_ids=edge.draft_ids,
+            draft_probs=edge.draft_probs,
+            params=edge.params,
+            history=edge.history,
+            prompt=edge.prompt,
+            uniforms=tuple(stream.random() for _ in range(2 * len(edge.draft_ids) + 1)),
+            own_stream=bool(case_seed % 2),
+            note=f"boundary case: {kind}",
+        )
     V = _vocab(rng, case_seed)
     big = V > 8192  # few drafts: the case's rows cost V each
     m = int(rng.integers(0, 3)) if big else int(_pick(rng, dict.fromkeys(range(7), 1.0)))

@@ -33,6 +33,7 @@ from spec_verify.reference import (
 )
 from spec_verify.reference.pcg32 import Pcg32
 from spec_verify.results import CheckResult, Progress, Status
+from spec_verify.tiers._abi_steps import check_abi_steps
 from spec_verify.tiers._boundary import BOUNDARY_TOLERANCE, decision_tie, filter_tie
 from spec_verify.tiers._cases import (
     CallOutcome,
@@ -248,8 +249,9 @@ def _check_verify(
                 f"case {seeds[0]}: the same ids, accepted count and draw count as the reference"
                 if len(seeds) == 1
                 else f"{done} cases (greedy and sampled, deterministic and sampled drafts, "
-                "filters and penalties, V from 2 to over 8192): the same ids, accepted counts "
-                "and draw counts as the reference"
+                "filters and penalties, V from 2 to 262,144, edge cases: exact top-p and "
+                "min-p thresholds, top-k ties at the cut, histories past 1,024 tokens): the "
+                "same ids, accepted counts and draw counts as the reference"
             )
             + _ties_note(ties),
             n=done,
@@ -664,4 +666,10 @@ def run_parity_tier(
         tree = check_tree_parity(impl, seed=seed, quick=quick, progress=progress)
         if tree is not None:  # implementations with verify_tree (CONTRACT.md section 6)
             results.append(tree)
+    if callable(getattr(impl, "batch", None)) and hasattr(impl, "verify_call"):
+        # the C ABI's one-step functions (sv_sample, sv_speculative_step), called directly
+        steps = [case_seed] if case_seed is not None else case_seeds(seed, max(1, n // 20))
+        results.extend(
+            check_abi_steps(impl, steps, seed, progress, lambda s: _repro(impl, seed, s))
+        )
     return results

@@ -30,6 +30,9 @@ PLANTED_BUGS = (
     "bug_residual_from_p",
     "bug_lookup_oldest",
     "bug_penalty_ignores_kept",
+    "bug_top_p_inclusive",
+    "bug_penalty_window",
+    "bug_sample_inclusive",
 )
 
 

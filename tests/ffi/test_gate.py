@@ -17,6 +17,9 @@ FIRST_FAILING_TIER = {
     "bug_residual_from_p": "parity",
     "bug_lookup_oldest": "parity",
     "bug_penalty_ignores_kept": "greedy",
+    "bug_top_p_inclusive": "parity",
+    "bug_penalty_window": "greedy",
+    "bug_sample_inclusive": "parity",
 }
 FAST_TIERS = ["contract", "greedy", "parity"]
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import types
 from typing import Any
 
 import numpy as np
@@ -148,3 +149,56 @@ def test_generation_cases_are_valid(case: sv.GenerationCase) -> None:
 def test_histories_and_drafts_are_ids_in_range(data: st.DataObject, V: int) -> None:
     for strategy in (sv.histories(V), sv.drafts(V)):
         assert all(0 <= t < V for t in data.draw(strategy))
+
+
+@QUICK
+@given(case=sv.boundary_verify_cases())
+def test_boundary_verify_cases_are_valid_calls(case: sv.VerifyCase) -> None:
+    emitted, n = verify_draft(
+        case.target_logits, list(case.draft_ids), case.draft_probs,
+        SamplingParams(**case.params), list(case.history), np.random.default_rng(case.seed),
+        list(case.prompt),
+    )  # fmt: skip
+    assert len(emitted) == n + 1
+
+
+def test_verify_cases_include_the_boundary_cases() -> None:
+    long = find(sv.verify_cases(), lambda c: len(c.history) > 1024, settings=FIND)
+    assert len(long.history) <= 4096
+    greedy = find(sv.verify_cases(greedy=True), lambda c: len(c.history) > 1024, settings=FIND)
+    assert greedy.greedy
+
+
+def test_the_greedy_chain_property_catches_a_recent_window_penalty() -> None:
+    """Negative control: a sampler whose penalties see the last 1,024 history tokens only
+    breaks greedy_is_argmax_chain on every greedy long-history boundary case."""
+    from spec_verify.adapters._implementations import PythonImplementation
+    from spec_verify.properties import PropertyViolation, checks
+    from spec_verify.reference import verify_draft as reference_verify_draft
+
+    def windowed(target_logits, draft_ids, draft_probs, p, history, rng, prompt=()):
+        return reference_verify_draft(
+            target_logits, draft_ids, draft_probs, p, list(history)[-1024:], rng, prompt
+        )
+
+    from spec_verify.tiers._edge_cases import boundary_case
+
+    module = types.ModuleType("windowed")
+    module.verify_draft = windowed  # type: ignore[attr-defined]
+    impl = PythonImplementation("python:windowed", module)
+    reference = PythonImplementation("python:reference", _reference_module())
+    for seed in range(10):
+        edge = boundary_case(np.random.default_rng(seed), "long_history")
+        case = sv.VerifyCase(
+            edge.target_logits, edge.draft_ids, None, {**edge.params, "temperature": 0.0},
+            edge.history, edge.prompt,
+        )  # fmt: skip
+        checks.check_greedy_is_argmax_chain(reference, case)
+        with pytest.raises(PropertyViolation, match="greedy_is_argmax_chain"):
+            checks.check_greedy_is_argmax_chain(impl, case)
+
+
+def _reference_module() -> types.ModuleType:
+    from spec_verify import reference
+
+    return reference

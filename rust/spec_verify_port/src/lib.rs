@@ -45,4 +45,6 @@ pub const PLANTED_BUGS: &[&str] = &[
     "bug_penalty_window",
     #[cfg(feature = "bug_shared_scratch")]
     "bug_shared_scratch",
+    #[cfg(feature = "bug_sample_inclusive")]
+    "bug_sample_inclusive",
 ];

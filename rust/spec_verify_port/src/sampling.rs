@@ -475,11 +475,17 @@ mod scratch {
 
 /// Inverse CDF with the uniform `u`: the first id with `u < c[id]` (`c` the sequential
 /// cumulative sum); if rounding leaves none, the highest id with positive probability.
+///
+/// Planted bug `bug_sample_inclusive`: returns the first id with `u <= c[id]`.
 pub fn sample_with(probs: &[f64], u: f64) -> usize {
     let mut c = 0.0;
     for (t, &x) in probs.iter().enumerate() {
         c += x;
-        if u < c {
+        #[cfg(not(feature = "bug_sample_inclusive"))]
+        let reached = u < c;
+        #[cfg(feature = "bug_sample_inclusive")]
+        let reached = u <= c;
+        if reached {
             return t;
         }
     }
