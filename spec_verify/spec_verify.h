@@ -28,7 +28,8 @@
  *   boundary tie (a comparison within 2^-46 of flipping; CONTRACT.md section 3), which it
  *   reports.
  * - The library keeps no global mutable state apart from the thread-local error message;
- *   every function is safe to call from several threads at once.
+ *   every function is safe to call from several threads at once (the parity tier's
+ *   thread_safety check makes the same calls alone and on 4 threads at once).
  * - No call ever unwinds or aborts across this boundary: an internal failure (a bug in the
  *   port) returns SV_E_INTERNAL.
  *

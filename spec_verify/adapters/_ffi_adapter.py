@@ -326,19 +326,25 @@ class FfiImplementation:
         return value
 
     def batch(
-        self, calls: Sequence[Call], while_waiting: Callable[[], None] | None = None
+        self,
+        calls: Sequence[Call],
+        while_waiting: Callable[[], None] | None = None,
+        threads: int = 1,
     ) -> list[Outcome]:
         """Run many calls in one message; each outcome is ``("ok", value, n_drawn)`` or
         ``("err", exception, n_drawn)``. Uniform sources must be ``("list", [...])``,
         ``("seed", s)`` or ``("forbid",)``. ``while_waiting()`` runs in this process while
-        the worker computes (e.g. the reference's side of the same cases).
+        the worker computes (e.g. the reference's side of the same cases). ``threads > 1``
+        runs the calls on that many of the worker's threads at once (outcomes still in call
+        order): the thread-safety check.
 
         Raises:
             ImplementationError: the worker crashed or hung during the batch (which call is
                 unknown: run them one by one to find it).
         """
         timeout = self.timeout + _BATCH_SECONDS_PER_CALL * len(calls)
-        reply = self._request("batch", ("batch", list(calls)), timeout, None, while_waiting)
+        message = ("batch", list(calls)) if threads == 1 else ("batch", list(calls), threads)
+        reply = self._request("batch", message, timeout, None, while_waiting)
         outcomes: list[Outcome] = reply[1]
         return outcomes
 

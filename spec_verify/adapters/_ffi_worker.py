@@ -14,6 +14,10 @@ order; ``("list", uniforms)`` reads a scripted list (drawing past it is reported
 ``("seed", s)`` is the library's own ``request_rng(s)``; ``("forbid",)`` fails any draw (a
 draw at temperature 0), and ``("missing",)`` reports the missing uniform source at the first
 draw (so the library's own validation comes first, in the reference's order).
+``("batch", calls, threads)`` runs the calls on ``threads`` threads at once (2 to
+``MAX_THREADS``), released together by a barrier (ctypes drops the GIL during a foreign call,
+so the library runs in parallel); the outcomes still come back in call order: the
+thread-safety check.
 Each answer is ``(outcome, value, n_drawn)`` with outcome ``"ok"`` or ``"err"`` (value is then
 the exception).
 """
@@ -26,6 +30,7 @@ import os
 import resource
 import signal
 import sys
+import threading
 from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any
@@ -36,7 +41,9 @@ from spec_verify.adapters._ffi import PARAM_FIELDS, CallbackFailed, Library, SvS
 from spec_verify.errors import ImplementationError, UnknownImplementation
 from spec_verify.reference.errors import InvalidParams
 
-__all__ = ["main", "run_call"]
+__all__ = ["MAX_THREADS", "main", "run_batch", "run_call"]
+
+MAX_THREADS = 16  # the most threads a batch may ask for
 
 Outcome = tuple[str, Any, int]
 
@@ -137,6 +144,8 @@ def run_call(
             value = lib.pcg32_u32(kwargs["initstate"], kwargs["initseq"], kwargs["n"])
         elif method == "sample":
             value = lib.sample(kwargs["dist"], kwargs["u"])
+        elif method == "status_name":
+            value = lib.status_name(int(kwargs["status"]))
         elif method == "speculative_step":
             value = lib.speculative_step(
                 kwargs["p"], kwargs["q"], kwargs["x"], kwargs["u_accept"], kwargs["u_resample"]
@@ -168,6 +177,30 @@ def run_call(
         )
         return ("err", error, counter[0])
     return ("ok", value, counter[0])
+
+
+def run_batch(
+    lib: Library, calls: list[tuple[str, dict[str, Any], Any]], threads: int
+) -> list[Outcome]:
+    """The calls in order, or spread over ``threads`` threads that start together."""
+    if threads == 1:
+        return [run_call(lib, method, kwargs, source, None) for method, kwargs, source in calls]
+    results: list[Outcome | None] = [None] * len(calls)
+    barrier = threading.Barrier(threads)
+
+    def serve(first: int) -> None:
+        barrier.wait()
+        for i in range(first, len(calls), threads):
+            method, kwargs, source = calls[i]
+            results[i] = run_call(lib, method, kwargs, source, None)
+
+    pool = [threading.Thread(target=serve, args=(k,), daemon=True) for k in range(threads)]
+    for thread in pool:
+        thread.start()
+    for thread in pool:
+        thread.join()
+    lost = ImplementationError(f"ffi:{lib.path}", "batch", "a worker thread ended early")
+    return [outcome if outcome is not None else ("err", lost, 0) for outcome in results]
 
 
 def _harden() -> None:
@@ -208,8 +241,10 @@ def main(argv: list[str]) -> int:
             _, method, kwargs, source = message
             conn.send(("done", run_call(lib, method, kwargs, source, conn)))
         elif kind == "batch":
-            outcomes = [run_call(lib, m, kw, src, None) for m, kw, src in message[1]]
-            conn.send(("batch_done", outcomes))
+            threads = message[2] if len(message) > 2 else 1
+            if type(threads) is not int or not 1 <= threads <= MAX_THREADS:
+                threads = 1
+            conn.send(("batch_done", run_batch(lib, list(message[1]), threads)))
         else:
             conn.send(("done", ("err", ImplementationError(path, "worker", f"bad {kind}"), 0)))
 

@@ -21,13 +21,14 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from spec_verify.adapters import STATUS_NAMES
 from spec_verify.errors import ImplementationError
 from spec_verify.reference.rejection import residual
 from spec_verify.reference.rejection import speculative_step as reference_step
 from spec_verify.reference.sampling import sample as reference_sample
 from spec_verify.results import CheckResult, Progress, Status
 
-__all__ = ["EDGE_UNIFORMS", "StepCase", "check_abi_steps", "step_cases"]
+__all__ = ["EDGE_UNIFORMS", "StepCase", "check_abi_steps", "check_status_names", "step_cases"]
 
 EDGE_UNIFORMS = (0.0, 2.0**-53, 2.0**-24, 0.5, 1.0 - 2.0**-24, 1.0 - 2.0**-53)
 _CHUNK = 400  # calls per message to the FFI worker
@@ -222,3 +223,42 @@ def check_abi_steps(
             )
         )
     return results
+
+
+def check_status_names(impl: Any, repro: Callable[[], str]) -> CheckResult:
+    """``sv_status_name`` names every code of the header, and ``SV_E_UNKNOWN`` any other."""
+    start = time.perf_counter()
+    codes = [*sorted(STATUS_NAMES), 1, -10, 12_345, -(2**31)]
+    try:
+        outcomes = impl.batch([("status_name", {"status": code}, None) for code in codes])
+    except ImplementationError as exc:
+        return CheckResult(
+            "parity", "status_name", Status.ERROR, str(exc), repro=repro(),
+            seconds=time.perf_counter() - start,
+        )  # fmt: skip
+    wrong = [
+        (code, STATUS_NAMES.get(code, "SV_E_UNKNOWN"), got)
+        for code, got in zip(codes, outcomes, strict=True)
+        if got[0] != "ok" or got[1] != STATUS_NAMES.get(code, "SV_E_UNKNOWN")
+    ]
+    seconds = time.perf_counter() - start
+    if not wrong:
+        return CheckResult(
+            "parity",
+            "status_name",
+            Status.PASSED,
+            f"{len(codes)} codes: the header's names, SV_E_UNKNOWN for the others",
+            n=len(codes),
+            seconds=seconds,
+        )
+    code, want, got = wrong[0]
+    return CheckResult(
+        "parity",
+        "status_name",
+        Status.FAILED,
+        f"{len(wrong)} of {len(codes)} codes misnamed; sv_status_name({code}) gave "
+        f"{_show(got)}, the header says {want!r}",
+        n=len(codes),
+        repro=repro(),
+        seconds=seconds,
+    )

@@ -33,7 +33,7 @@ from spec_verify.reference import (
 )
 from spec_verify.reference.pcg32 import Pcg32
 from spec_verify.results import CheckResult, Progress, Status
-from spec_verify.tiers._abi_steps import check_abi_steps
+from spec_verify.tiers._abi_steps import check_abi_steps, check_status_names
 from spec_verify.tiers._boundary import BOUNDARY_TOLERANCE, decision_tie, filter_tie
 from spec_verify.tiers._cases import (
     CallOutcome,
@@ -44,6 +44,7 @@ from spec_verify.tiers._cases import (
     verify_case,
 )
 from spec_verify.tiers._shrink import shrink
+from spec_verify.tiers._thread_safety import check_thread_safety
 from spec_verify.uniforms import ScriptedUniforms
 
 __all__ = [
@@ -672,4 +673,9 @@ def run_parity_tier(
         results.extend(
             check_abi_steps(impl, steps, seed, progress, lambda s: _repro(impl, seed, s))
         )
+        if case_seed is None:  # the same calls alone, then on several threads at once
+            results.append(check_status_names(impl, lambda: _repro(impl, seed)))
+            results.append(
+                check_thread_safety(impl, seed, progress, lambda: _repro(impl, seed))
+            )
     return results

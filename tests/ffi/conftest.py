@@ -33,6 +33,7 @@ PLANTED_BUGS = (
     "bug_top_p_inclusive",
     "bug_penalty_window",
     "bug_sample_inclusive",
+    "bug_shared_scratch",
 )
 
 

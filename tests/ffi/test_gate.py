@@ -20,6 +20,7 @@ FIRST_FAILING_TIER = {
     "bug_top_p_inclusive": "parity",
     "bug_penalty_window": "greedy",
     "bug_sample_inclusive": "parity",
+    "bug_shared_scratch": "parity",
 }
 FAST_TIERS = ["contract", "greedy", "parity"]
 
@@ -58,9 +59,16 @@ def test_each_planted_bug_is_rejected_by_the_right_tier(rust_variants, bug):
         assert result.repro.startswith("spec-verify check --impl ffi:")
 
 
+# The whole gate on a variant takes a minute or more: the slow run covers the original six;
+# the boundary and thread-safety variants are rejected by the fast tiers above on every run.
+WHOLE_GATE = sorted(set(FIRST_FAILING_TIER) - {
+    "bug_top_p_inclusive", "bug_penalty_window", "bug_sample_inclusive", "bug_shared_scratch",
+})  # fmt: skip
+
+
 @pytest.mark.rust
 @pytest.mark.slow
-@pytest.mark.parametrize("bug", sorted(FIRST_FAILING_TIER))
+@pytest.mark.parametrize("bug", WHOLE_GATE)
 def test_each_planted_bug_fails_the_whole_gate(rust_variants, bug, capsys):
     code = main(["check", "--impl", f"ffi:{rust_variants[bug]}", "--no-progress"])
     out = capsys.readouterr().out
