@@ -27,7 +27,6 @@ from spec_verify.adapters._implementations import Implementation
 from spec_verify.errors import ImplementationError
 from spec_verify.tiers._drive import (
     generation_module,
-    make_params,
     module_attr,
 )
 from spec_verify.tiers.generation import rollback_problem
@@ -145,7 +144,7 @@ def contract_prompt_lookup(
 
 
 def _verify(name: str, impl: Implementation, case: VerifyCase, rng: Any) -> tuple[list[int], int]:
-    p = _call(name, make_params, impl, **case.params)
+    p = _call(name, impl.params, **case.params)
     emitted, accepted = _call(
         name,
         impl.verify_draft,
@@ -196,7 +195,7 @@ def _target_distribution(
     """The target's distribution at ``row``: the implementation's own when it offers one."""
     logits = case.target_logits[row]
     if "sampling_distribution" in impl.capabilities:
-        p = _call(name, make_params, impl, **case.params)
+        p = _call(name, impl.params, **case.params)
         dist = _call(name, impl.sampling_distribution, logits, p, list(history), list(case.prompt))
         return np.asarray(dist, dtype=np.float64), f"{impl.name}'s sampling_distribution"
     from spec_verify.reference import SamplingParams, sampling_distribution
@@ -403,7 +402,7 @@ def _speculative(
 ) -> Any:
     module = generation_module(impl)
     fields = {**case.params, **overrides}
-    p = _call(name, make_params, impl, **fields)
+    p = _call(name, impl.params, **fields)
     draft = _draft(impl, draft_kind or case.draft, case, tok, make_target or (lambda: target))
     return _run_generation(
         name,
@@ -469,7 +468,7 @@ def check_greedy_speculative_equals_plain(impl: Implementation, case: Generation
     module = generation_module(impl)
     greedy = {**case.params, "temperature": 0.0}
     chain = _greedy_chain(case, make_target, case.max_tokens)
-    p = _call(name, make_params, impl, **greedy)
+    p = _call(name, impl.params, **greedy)
     plain = _run_generation(name, module.generate, make_target(), tok, list(case.prompt), p)
     if list(plain.ids) != chain:
         _fail(name, f"plain generate gave {list(plain.ids)}; the argmax chain is {chain}")
@@ -577,7 +576,7 @@ def check_logprobs_equal_plain(impl: Implementation, case: GenerationCase) -> No
             )
     if case.greedy:
         module = generation_module(impl)
-        p = _call(name, make_params, impl, **case.params)
+        p = _call(name, impl.params, **case.params)
         plain = _run_generation(name, module.generate, make_target(), tok, list(case.prompt), p)
         if list(plain.ids) == ids and (
             len(plain.logprobs) != len(ids)

@@ -267,10 +267,9 @@ def spec_rng(request: pytest.FixtureRequest, spec_seed: int) -> Any:
 def spec_params(spec_impl: Any) -> Callable[..., Any]:
     """``spec_params(**fields)``: the implementation's sampling parameters from the contract's
     field names (``temperature``, ``top_k``, ``top_p``, ...)."""
-    from spec_verify.tiers._drive import make_params
 
     def build(**fields: Any) -> Any:
-        return make_params(spec_impl, **fields)
+        return spec_impl.params(**fields)
 
     return build
 

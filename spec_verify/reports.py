@@ -3,9 +3,9 @@
 JUnit maps one tier to one ``<testsuite>`` and one check to one ``<testcase>``, and reads the one
 verdict rule (``CheckReport.blocks``): an ERROR is ``<error>``, any other blocking result
 (FAILED, and NOT_PROVABLE unless ``--allow-not-provable``) is ``<failure>``, a non-blocking
-SKIPPED or accepted NOT_PROVABLE is ``<skipped>``; so a CI server counts exactly the failures
-that make the exit code non-zero. Text is cleaned of characters XML 1.0 forbids (an
-implementation's message may contain any byte).
+SKIPPED, NOT_APPLICABLE or accepted NOT_PROVABLE is ``<skipped>``; so a CI server counts
+exactly the failures that make the exit code non-zero. Text is cleaned of characters XML 1.0
+forbids (an implementation's message may contain any byte).
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ _STATUS_LABEL = {
     Status.ERROR: "ERROR",
     Status.SKIPPED: "skip",
     Status.NOT_PROVABLE: "n/p",
+    Status.NOT_APPLICABLE: "n/a",
 }
 
 

@@ -18,12 +18,16 @@ class Status(str, enum.Enum):
 
     ``NOT_PROVABLE`` is never a pass: the exact tier says it when the implementation's decisions
     do not line up with the exact cells, and leaves the verdict to the statistical tier.
+    ``NOT_APPLICABLE`` never blocks a run: the check asks something of the implementation that
+    it does not claim (injected uniforms, a greedy path, the contract's draw order under the
+    lossless profile); the message says why.
     """
 
     PASSED = "passed"
     FAILED = "failed"
     NOT_PROVABLE = "not_provable"
     SKIPPED = "skipped"
+    NOT_APPLICABLE = "not_applicable"
     ERROR = "error"  # the implementation crashed, hung or returned garbage
 
     @property
@@ -31,7 +35,7 @@ class Status(str, enum.Enum):
         """Whether this verdict is no failure or error of the implementation. Not provable is
         neither, but it is no pass either: ``CheckReport`` fails a run on it unless told to
         accept it."""
-        return self in (Status.PASSED, Status.SKIPPED, Status.NOT_PROVABLE)
+        return self in (Status.PASSED, Status.SKIPPED, Status.NOT_PROVABLE, Status.NOT_APPLICABLE)
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from spec_verify.adapters import Implementation, load_implementation
-from spec_verify.errors import ImplementationError, UnknownImplementation
+from spec_verify.errors import ImplementationError, InvalidArgument, UnknownImplementation
 from spec_verify.results import CheckResult, ExitCode, Progress, Status
 from spec_verify.tiers import TIER_NAMES, TIERS, TierEntryPointError, TierSpec, resolve_entry_point
 
@@ -168,12 +168,11 @@ def run_checks(
         raise UnknownImplementation(
             "tier", unknown, f"unknown tier; the tiers are {', '.join(TIER_NAMES)}"
         )
-    name = impl if isinstance(impl, str) else impl.name
     if isinstance(impl, str):
         if progress:
             progress(f"loading {impl}")
         try:
-            loaded: Any = load_implementation(impl)
+            loaded: Implementation = load_implementation(impl)
         except (UnknownImplementation, ImplementationError) as exc:
             return CheckReport(
                 impl,
@@ -183,12 +182,19 @@ def run_checks(
                 time.perf_counter() - started,
                 quick,
             )
-    else:
+    elif isinstance(impl, Implementation):
         loaded = impl
+    else:
+        raise InvalidArgument(
+            "impl",
+            impl,
+            "must be a spec string or an Implementation",
+            "subclass spec_verify.adapters.Implementation (override what it offers)",
+        )
     name = loaded.name
-    if timeout is not None and hasattr(loaded, "timeout"):
+    if timeout is not None:
         loaded.timeout = timeout
-    capabilities = frozenset(getattr(loaded, "capabilities", frozenset()))
+    capabilities = loaded.capabilities
     options: dict[str, Any] = {
         "seed": seed,
         "quick": quick,
@@ -241,9 +247,8 @@ def run_checks(
                     gate_failure = result
             tier_seconds[spec.name] = time.perf_counter() - tier_start
     finally:
-        close = getattr(loaded, "close", None)
-        if isinstance(impl, str) and callable(close):
-            close()
+        if isinstance(impl, str):
+            loaded.close()
     return CheckReport(
         name,
         seed,

@@ -25,6 +25,7 @@ from spec_verify.adapters._guard import (
 )
 from spec_verify.adapters._implementations import (
     CAPABILITIES,
+    BatchedImplementation,
     Implementation,
     PythonImplementation,
     TreeImplementation,
@@ -53,6 +54,7 @@ __all__ = [
     "REQUEST_STREAM",
     "STATUS_NAMES",
     "SYMBOLS",
+    "BatchedImplementation",
     "Call",
     "CallbackFailed",
     "FfiImplementation",

@@ -1,8 +1,7 @@
 """The ``ffi:path/to/lib.so`` adapter: a C-ABI library driven from a worker process.
 
 The library is loaded only in a worker (``spec_verify.adapters._ffi_worker``), never in the
-harness: a
-segfault, an abort, an ``exit()`` or a hang in it ends the worker, and the call raises
+harness: a segfault, an abort, an ``exit()`` or a hang in it ends the worker, and the call raises
 ``ImplementationError`` saying what happened (signal, exit status, the time limit, the tail of
 its stderr). The next call starts a fresh worker; a function that hung once is not called again
 in the same run (each further hang would cost a full time limit).
@@ -43,6 +42,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from spec_verify.adapters._ffi import PARAM_FIELDS, params_struct
+from spec_verify.adapters._implementations import Implementation
 from spec_verify.errors import ImplementationError, UnknownImplementation
 from spec_verify.reference.pcg32 import Pcg32
 from spec_verify.reference.sampling import SamplingParams
@@ -216,7 +216,7 @@ class _Worker:
                 raise self.died(call) from exc
 
 
-class FfiImplementation:
+class FfiImplementation(Implementation):
     """An implementation given as a shared library exporting ``spec_verify.h`` (ABI v2).
 
     Attributes:
@@ -441,7 +441,7 @@ class FfiImplementation:
         values: NDArray[np.float64] = self._call("pcg32_uniforms", kwargs)
         return [float(u) for u in values]
 
-    def pcg32_u32(self, initstate: int, initseq: int, n: int) -> list[int]:
+    def pcg32_u32(self, initstate: int, initseq: int, n: int) -> list[int] | None:
         kwargs = {"initstate": initstate, "initseq": initseq, "n": n}
         values: NDArray[np.uint32] = self._call("pcg32_u32", kwargs)
         return [int(v) for v in values]

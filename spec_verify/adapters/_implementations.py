@@ -8,9 +8,11 @@ only code that knows how an implementation is called; tiers see only ``Implement
 
 from __future__ import annotations
 
+import abc
 import importlib
 import operator
 from collections.abc import Callable, Sequence
+from fractions import Fraction
 from types import ModuleType
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
@@ -24,6 +26,7 @@ T = TypeVar("T")
 
 __all__ = [
     "CAPABILITIES",
+    "BatchedImplementation",
     "Implementation",
     "PythonImplementation",
     "TreeImplementation",
@@ -51,14 +54,28 @@ _LOADERS = {
 }
 
 
-@runtime_checkable
-class Implementation(Protocol):
-    """What a tier may call. Every call raises ``ImplementationError`` if the implementation
-    crashes, hangs or returns garbage, and the contract's ``ValueError`` on bad input."""
+class Implementation(abc.ABC):
+    """The one interface a tier calls: every method a tier may use is here, as a real method.
 
-    name: str
-    capabilities: frozenset[str]
+    Like Hypothesis's ``PrimitiveProvider``, an adapter subclasses this and overrides what it
+    offers; the rest keep their defaults (a call that is not offered raises, ``params`` builds
+    the reference's ``SamplingParams``, the optional hooks answer ``None``), so tiers never
+    probe an implementation by attribute. ``capabilities`` says what is offered (``CAPABILITIES``)
+    and tiers skip what is missing. Every call raises ``ImplementationError`` if the
+    implementation crashes, hangs or returns garbage, and the contract's ``ValueError`` on bad
+    input.
 
+    Attributes:
+        name: the spec string (``reference``, ``python:pkg.mod``, ``ffi:/abs/lib.so``, ...).
+        capabilities: what the implementation offers, from ``CAPABILITIES``.
+        timeout: seconds allowed per call, for adapters that enforce a limit.
+    """
+
+    name: str = "implementation"
+    capabilities: frozenset[str] = frozenset()
+    timeout: float = 10.0
+
+    @abc.abstractmethod
     def verify_draft(
         self,
         target_logits: NDArray[np.float64],
@@ -68,7 +85,8 @@ class Implementation(Protocol):
         history: Sequence[int],
         rng: Any,
         prompt: Sequence[int] = (),
-    ) -> tuple[list[int], int]: ...
+    ) -> tuple[list[int], int]:
+        """``(emitted_ids, n_accepted)`` of one verification (seed section 4)."""
 
     def sampling_distribution(
         self,
@@ -76,13 +94,79 @@ class Implementation(Protocol):
         p: Any,
         history: Sequence[int] = (),
         prompt: Sequence[int] = (),
-    ) -> NDArray[np.float64]: ...
+    ) -> NDArray[np.float64]:
+        """The processed distribution of one row (capability ``sampling_distribution``)."""
+        raise self._not_offered("sampling_distribution")
 
     def prompt_lookup(
         self, ctx: Sequence[int], k: int, max_ngram: int = 3, min_ngram: int = 1
-    ) -> list[int]: ...
+    ) -> list[int]:
+        """``PromptLookupDraft(max_ngram, min_ngram).propose(ctx, k)`` (``prompt_lookup``)."""
+        raise self._not_offered("prompt_lookup")
 
-    def pcg32_uniforms(self, seed: int, n: int) -> list[float]: ...
+    def pcg32_uniforms(self, seed: int, n: int) -> list[float]:
+        """The first ``n`` uniforms of ``request_rng(seed)`` (capability ``pcg32``)."""
+        raise self._not_offered("pcg32")
+
+    def pcg32_u32(self, initstate: int, initseq: int, n: int) -> list[int] | None:
+        """The raw 32-bit PCG32 outputs for ``(initstate, initseq)``, or None when the
+        implementation exposes only uniforms (then the parity tier checks those)."""
+        return None
+
+    def params(self, **fields: Any) -> Any:
+        """The implementation's sampling parameters from the contract's field names: the one
+        builder every tier uses. Default: the reference's ``SamplingParams``.
+
+        Raises:
+            ValueError: the fields break the contract's ranges.
+        """
+        from spec_verify.reference import SamplingParams
+
+        return SamplingParams(**fields)
+
+    def request_rng(self, seed: int) -> Any | None:
+        """The implementation's own request stream seeded with ``seed`` (its ``request_rng``),
+        or None when it has none (tiers then inject a numpy ``Generator``)."""
+        return None
+
+    def generation_module(self) -> ModuleType | None:
+        """The module holding ``speculative_generate``, ``generate`` and ``SamplingParams``
+        when the implementation offers ``generation``, else None."""
+        return None
+
+    def own_attribute(self, name: str) -> Any | None:
+        """The implementation's own contract class or function ``name`` (a draft, the n-gram
+        model), or None: tiers then use the reference's."""
+        return None
+
+    def breakpoint_hints(self, rnd: Any) -> list[Fraction]:
+        """Exact thresholds of the implementation's rule on the exact engine's round ``rnd``
+        (the enumerator snaps located breakpoints to them); none by default."""
+        return []
+
+    def call_guarded(
+        self,
+        call: str,
+        timeout: float,
+        fn: Callable[..., T],
+        *args: Any,
+        passthrough: tuple[type[BaseException], ...] = (),
+    ) -> T:
+        """``fn(*args)`` (code of the implementation) under a time limit, a crash or
+        ``sys.exit`` in it turned into ``ImplementationError``."""
+        return guarded_call(self.name, call, timeout, fn, *args, passthrough=passthrough)
+
+    def close(self) -> None:  # noqa: B027 -- a hook with a no-op default, not abstract
+        """Release what the implementation holds (a worker process); a later call may start
+        it again."""
+
+    def _not_offered(self, capability: str) -> ImplementationError:
+        return ImplementationError(
+            self.name,
+            capability,
+            f"is not offered (capabilities: {sorted(self.capabilities)}); a tier must check "
+            "the capability before calling",
+        )
 
 
 @runtime_checkable
@@ -107,7 +191,40 @@ class TreeImplementation(Protocol):
     ) -> tuple[list[int], list[int]]: ...
 
 
-class PythonImplementation:
+@runtime_checkable
+class BatchedImplementation(Protocol):
+    """An implementation that takes many calls in one message (the C ABI adapter): the parity
+    and statistical tiers send their cases in batches through it.
+
+    Uniform sources in a batch are data: ``("list", [u, ...])`` (scripted), ``("seed", s)`` (the
+    library's own PCG32 stream), ``("forbid",)`` (greedy: no draw allowed).
+    """
+
+    def batch(
+        self, calls: Sequence[Any], while_waiting: Callable[[], None] | None = None
+    ) -> list[tuple[str, Any, int]]:
+        """Each call's ``("ok", value, n_drawn)`` or ``("err", exception, n_drawn)``."""
+        ...
+
+    def verify_call(
+        self,
+        target_logits: NDArray[np.float64],
+        draft_ids: Sequence[int],
+        draft_probs: NDArray[np.float64] | None,
+        p: Any,
+        history: Sequence[int],
+        prompt: Sequence[int],
+        source: Any,
+    ) -> tuple[str, dict[str, Any], Any]:
+        """``verify_draft``'s arguments as one call for ``batch``."""
+        ...
+
+    def params_tuple(self, p: Any) -> tuple[Any, ...]:
+        """The C ABI's parameter fields of ``p``."""
+        ...
+
+
+class PythonImplementation(Implementation):
     """An implementation given as a Python module with the contract's names.
 
     ``module`` is kept so the generation tier can reach ``speculative_generate``, ``generate``
@@ -215,6 +332,17 @@ class PythonImplementation:
             return [float(rng.random()) for _ in range(n)]
 
         return self._guarded("request_rng", call)
+
+    def request_rng(self, seed: int) -> Any | None:
+        if "pcg32" not in self.capabilities:
+            return None
+        return self._guarded("request_rng", self.module.request_rng, seed)
+
+    def generation_module(self) -> ModuleType | None:
+        return self.module if "generation" in self.capabilities else None
+
+    def own_attribute(self, name: str) -> Any | None:
+        return getattr(self.module, name, None)
 
     def _guarded(self, call: str, fn: Callable[..., T], *args: Any) -> T:
         return self.call_guarded(call, self.timeout, fn, *args)

@@ -141,6 +141,7 @@ def _verdict(status: Status) -> str:
         Status.NOT_PROVABLE: "NOT PROVABLE",
         Status.ERROR: "ERROR",
         Status.SKIPPED: "SKIPPED",
+        Status.NOT_APPLICABLE: "NOT APPLICABLE",
     }[status]
 
 

@@ -2,6 +2,11 @@
 models, exact measurement of lossy rules, sympy derivations."""
 
 from spec_verify._exports import check_exports
+from spec_verify.exact._applicability import (
+    Applicability,
+    injection_probe,
+    witness_holds,
+)
 from spec_verify.exact._cells import (
     DEFAULT_UNIFORM,
     GUARD,
@@ -21,6 +26,7 @@ from spec_verify.exact._cells import (
     one_hot,
     parse_dist,
     residual,
+    round_arguments,
 )
 from spec_verify.exact._lossy import (
     LOSSY_RULES,
@@ -77,6 +83,7 @@ __all__ = [
     "NEAR",
     "QUICK_CASES",
     "THEOREMS",
+    "Applicability",
     "BiasRow",
     "Breakpoint",
     "Case",
@@ -110,6 +117,7 @@ __all__ = [
     "expected_length",
     "format_fraction",
     "generate_cases",
+    "injection_probe",
     "logits_of",
     "lossy_rule",
     "measure",
@@ -121,9 +129,11 @@ __all__ = [
     "prove_case",
     "prove_tree_rules",
     "residual",
+    "round_arguments",
     "run_exact_tier",
     "run_theorem",
     "typical_bias",
+    "witness_holds",
 ]
 
 check_exports(__name__, __all__, globals())

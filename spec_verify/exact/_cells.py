@@ -54,6 +54,7 @@ __all__ = [
     "one_hot",
     "parse_dist",
     "residual",
+    "round_arguments",
 ]
 
 Dist = tuple[Fraction, ...]
@@ -508,13 +509,23 @@ def _cells_of(dist: Dist, what: str) -> tuple[Cell, ...]:
     return tuple(cells)
 
 
-def _params(impl: Implementation, fields: Mapping[str, Any]) -> Any:
-    make = getattr(impl, "params", None)
-    if callable(make):
-        return make(**fields)
-    from spec_verify.reference import SamplingParams
+def round_arguments(
+    impl: Implementation, rnd: Round
+) -> tuple[NDArray[np.float64], NDArray[np.float64] | None, Any]:
+    """``verify_draft``'s target logits, draft rows and parameters (temperature 1 unless the
+    round says otherwise) for ``rnd``, at the implementation's float boundary.
 
-    return SamplingParams(**fields)
+    Raises:
+        Exception: whatever the implementation's ``params`` raises.
+    """
+    logits = rnd.logits if rnd.logits is not None else logits_of(rnd.p_rows)
+    draft_probs: NDArray[np.float64] | None = None
+    if rnd.q_rows is not None:
+        draft_probs = np.array(
+            [[float(v) for v in row] for row in rnd.q_rows], dtype=np.float64
+        ).reshape(rnd.m, rnd.V)
+    params = impl.params(**{"temperature": 1.0, **rnd.params})
+    return np.array(logits, dtype=np.float64), draft_probs, params
 
 
 class _Explorer:
@@ -527,15 +538,7 @@ class _Explorer:
         self.guard = guard
         self.max_calls = max_calls
         self.max_draws = 4 * (rnd.m + 1) + 16
-        logits = rnd.logits if rnd.logits is not None else logits_of(rnd.p_rows)
-        self.logits: NDArray[np.float64] = np.array(logits, dtype=np.float64)
-        self.draft_probs: NDArray[np.float64] | None = None
-        if rnd.q_rows is not None:
-            self.draft_probs = np.array(
-                [[float(v) for v in row] for row in rnd.q_rows], dtype=np.float64
-            ).reshape(rnd.m, rnd.V)
-        fields = {"temperature": 1.0, **rnd.params}
-        self.params = _params(impl, fields)
+        self.logits, self.draft_probs, self.params = round_arguments(impl, rnd)
         self.cache: dict[tuple[float, ...], Outcome] = {}
         self.calls = 0
         self.audit_calls = 0  # of which made by leaf audits
@@ -930,9 +933,7 @@ def enumerate_round(
     guard = Fraction(guard)
     if not 0 < guard < Fraction(1, 8):
         raise InvalidArgument("guard", guard, "must be in (0, 1/8)")
-    own_hints = getattr(impl, "breakpoint_hints", None)
-    if callable(own_hints):
-        hints = [*hints, *own_hints(rnd)]
+    hints = [*hints, *impl.breakpoint_hints(rnd)]
     try:
         explorer = _Explorer(impl, rnd, guard, max_calls, hints)
     except Exception as exc:  # the implementation's own params() failed

@@ -56,9 +56,10 @@ Row = NDArray[np.float64]
 class LossyImplementation:
     """Base of the lossy rules: the contract's loop, with ``accept`` and ``resample`` to vary.
 
-    It satisfies the ``Implementation`` protocol (the reference serves sampling, prompt lookup
-    and PCG32), with the capabilities ``verify_draft``, ``injected_uniforms`` and
-    ``sampling_distribution``.
+    It has the methods of the ``Implementation`` protocol that the exact engine calls
+    (``params``, ``breakpoint_hints``, ``verify_draft``, ``sampling_distribution``) without
+    subclassing it, since the engine imports no adapter; its capabilities are ``verify_draft``,
+    ``injected_uniforms`` and ``sampling_distribution``.
     """
 
     name = "lossy"
@@ -73,14 +74,14 @@ class LossyImplementation:
 
         return int(sample_with(residual(p, q), u_resample))
 
-    def breakpoint_hints(self, rnd: Round) -> list[Fraction]:
-        """Exact thresholds of the rule for this round (the enumerator snaps to them)."""
-        return []
-
     def params(self, **fields: Any) -> Any:
         from spec_verify.reference import SamplingParams
 
         return SamplingParams(**fields)
+
+    def breakpoint_hints(self, rnd: Any) -> list[Fraction]:
+        """Exact thresholds of the rule for this round (the enumerator snaps to them)."""
+        return []
 
     def verify_draft(
         self,
@@ -178,7 +179,7 @@ class EnsembleVerification(LossyImplementation):
         w = float(self.w)
         return bool(u_accept * q[x] < w * p[x] + (1 - w) * q[x])
 
-    def breakpoint_hints(self, rnd: Round) -> list[Fraction]:
+    def breakpoint_hints(self, rnd: Any) -> list[Fraction]:
         out = []
         for i, x in enumerate(rnd.draft_ids):
             p, q = rnd.p_rows[i][x], rnd.q(i)[x]

@@ -32,12 +32,13 @@ import random
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from spec_verify.errors import InvalidArgument, InvalidDistribution
+from spec_verify.exact._applicability import injection_probe, witness_holds
 from spec_verify.exact._cells import (
     GUARD,
     Dist,
@@ -644,6 +645,16 @@ def prove_case(impl: Implementation, case: Case) -> CaseResult:
         tolerance *= (case.k + 1) * max(1, len(obtained))
     status, worst, diff = compare(obtained, expected, tolerance)
     witnesses = mixture[worst][1] if worst is not None and worst in mixture else ()
+    if status is Status.FAILED:
+        for w in witnesses:  # WRONG only on witnesses the cells can stand on
+            holds = witness_holds(impl, w.round, w.leaf)
+            if not holds.applies:
+                return CaseResult(
+                    case, Status.NOT_APPLICABLE, f"{case.name}: not applicable: {holds.reason}",
+                    obtained, expected, tolerance, prover.calls() + holds.calls,
+                    tuple(prover.enumerations), worst, witnesses, prover.notes(),
+                    time.perf_counter() - start,
+                )
     if status is Status.PASSED:
         message = f"{case.name}: proven exact ({prover.calls()} calls)"
         if case.theorem == "expected_length":
@@ -681,7 +692,9 @@ def prove_case(impl: Implementation, case: Case) -> CaseResult:
 # ---------------------------------------------------------------------------------------------
 # the tier
 
-_SEVERITY = (Status.FAILED, Status.ERROR, Status.NOT_PROVABLE, Status.PASSED)
+_SEVERITY = (
+    Status.NOT_APPLICABLE, Status.FAILED, Status.ERROR, Status.NOT_PROVABLE, Status.PASSED,
+)
 
 
 def run_theorem(
@@ -699,6 +712,8 @@ def run_theorem(
         results.append(result)
         if result.status is Status.ERROR and "did not return within" in result.message:
             break
+        if result.status is Status.NOT_APPLICABLE:
+            break  # the cells do not apply to this implementation: no case will prove anything
     statuses = {r.status for r in results}
     status = next((s for s in _SEVERITY if s in statuses), Status.PASSED)
     calls = sum(r.calls for r in results)
@@ -714,7 +729,8 @@ def run_theorem(
         repro = f"spec-verify prove --impl {impl.name} --case {bad.case.name} --seed {seed}"
     skipped = cases - len(results)
     if skipped:
-        message += f"; {skipped} cases not run after the hang"
+        why = "the cells do not apply" if status is Status.NOT_APPLICABLE else "the hang"
+        message += f"; {skipped} cases not run after {why}"
     check = CheckResult(
         tier="exact",
         name=theorem,
@@ -766,15 +782,30 @@ def run_exact_tier(
     if cases < 0:
         raise InvalidArgument("cases", cases, "must be >= 0")
     if "injected_uniforms" not in impl.capabilities:
-        return [CheckResult(
-            "exact", "injected_uniforms", Status.SKIPPED,
-            f"{impl.name} does not take an injected uniform source; the statistical tier decides",
+        return [_not_applicable(
+            f"{impl.name} does not take an injected uniform source (own randomness); the "
+            "statistical tier decides", 0, time.perf_counter(),
         )]
+    start = time.perf_counter()
+    probe = injection_probe(impl, seed)
+    if not probe.applies:
+        return [_not_applicable(probe.reason + "; the statistical tier decides", probe.calls,
+                                start)]
     results = []
     for theorem in names:
         if progress is not None:
             progress(f"exact/{theorem}: {THEOREMS[theorem]} ({cases} cases)")
-        results.append(run_theorem(impl, theorem, seed=seed, cases=cases)[0])
+        check = run_theorem(impl, theorem, seed=seed, cases=cases)[0]
+        if check.status is Status.NOT_APPLICABLE:
+            return [replace(check, message=check.message + "; the statistical tier decides")]
+        results.append(check)
     return results
+
+
+def _not_applicable(reason: str, calls: int, start: float) -> CheckResult:
+    return CheckResult(
+        "exact", "injected_uniforms", Status.NOT_APPLICABLE, reason, n=calls,
+        seconds=time.perf_counter() - start,
+    )
 
 

@@ -3,9 +3,8 @@
 The properties and the statistical tier see an implementation only through the
 ``Implementation`` protocol. What the protocol leaves open, they settle here, in one place:
 
-- **Parameters**: ``impl.params(**fields)`` when the implementation offers it (the Python and
-  C ABI adapters do), else the reference's ``SamplingParams`` (the contract's field names).
-- **Uniform sources**: for a Python implementation with ``request_rng``, its own PCG32 stream;
+- **Parameters**: ``impl.params(**fields)`` (the protocol's one builder).
+- **Uniform sources**: for an implementation with its own ``request_rng``, its PCG32 stream;
   otherwise a numpy ``Generator`` (anything with ``random()`` is a uniform source).
 - **Sampled rounds**: ``SampledVerifier`` runs i.i.d. ``verify_draft`` rounds for a sampling
   tier; the C ABI adapter gets them in batches (one message per batch, not one per round), each
@@ -26,8 +25,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from spec_verify.adapters._guard import guarded_call
-from spec_verify.adapters._implementations import Implementation
+from spec_verify.adapters._implementations import BatchedImplementation, Implementation
 from spec_verify.errors import ImplementationError, InvalidArgument
 
 __all__ = [
@@ -36,7 +34,6 @@ __all__ = [
     "VerifyRequest",
     "generation_module",
     "implementation_rng",
-    "make_params",
     "module_attr",
 ]
 
@@ -44,55 +41,16 @@ __all__ = [
 GENERATION_TIMEOUT = 30.0  # seconds for one speculative_generate or generate call
 
 
-def _call_guarded(
-    impl: Any,
-    call: str,
-    timeout: float,
-    fn: Any,
-    *args: Any,
-    passthrough: tuple[type[BaseException], ...] = (),
-) -> Any:
-    """``fn(*args)`` under a time limit, through the implementation's own record of hung calls
-    when it keeps one (``PythonImplementation.call_guarded``)."""
-    record = getattr(impl, "call_guarded", None)
-    if callable(record):
-        return record(call, timeout, fn, *args, passthrough=passthrough)
-    return guarded_call(impl.name, call, timeout, fn, *args, passthrough=passthrough)
-
-
-def make_params(impl: Implementation, **fields: Any) -> Any:
-    """Sampling parameters for ``impl`` from the contract's field names.
-
-    A Python module without its own ``SamplingParams`` gets the reference's (the contract's
-    field names and ranges).
-
-    Raises:
-        ValueError: the fields break the contract's ranges (the implementation's own error).
-    """
-    build = getattr(impl, "params", None)
-    module = getattr(impl, "module", None)
-    own_type = module is None or hasattr(module, "SamplingParams")
-    if callable(build) and own_type:
-        return build(**fields)
-    from spec_verify.reference import SamplingParams
-
-    return SamplingParams(**fields)
-
-
 def implementation_rng(impl: Implementation, seed_sequence: np.random.SeedSequence) -> Any:
     """The uniform source ``impl`` draws from in a tier, seeded from ``seed_sequence``.
 
-    A Python implementation with ``request_rng`` gets its own PCG32 stream (seeded with 64 bits
-    of the sequence); anything else gets a numpy ``Generator`` (its ``random()`` is a uniform
-    source). Either way the run is reproducible from the root seed.
+    An implementation with its own request stream (``impl.request_rng``) gets it, seeded with
+    64 bits of the sequence; anything else gets a numpy ``Generator`` (its ``random()`` is a
+    uniform source). Either way the run is reproducible from the root seed.
     """
-    module = getattr(impl, "module", None)
-    request_rng = getattr(module, "request_rng", None)
-    if "pcg32" in impl.capabilities and callable(request_rng):
-        seed = int(seed_sequence.generate_state(1, dtype=np.uint64)[0])
-        timeout = float(getattr(impl, "timeout", 10.0) or 10.0)
-        return _call_guarded(impl, "request_rng", timeout, request_rng, seed)
-    return np.random.Generator(np.random.PCG64(seed_sequence))
+    seed = int(seed_sequence.generate_state(1, dtype=np.uint64)[0])
+    own = impl.request_rng(seed)
+    return own if own is not None else np.random.Generator(np.random.PCG64(seed_sequence))
 
 
 def generation_module(impl: Implementation) -> GuardedModule:
@@ -102,8 +60,8 @@ def generation_module(impl: Implementation) -> GuardedModule:
     Raises:
         InvalidArgument: ``impl`` does not offer the ``generation`` capability.
     """
-    module = getattr(impl, "module", None)
-    if "generation" not in impl.capabilities or not isinstance(module, ModuleType):
+    module = impl.generation_module()
+    if module is None:
         raise InvalidArgument(
             "impl",
             impl.name,
@@ -121,7 +79,9 @@ class GuardedModule:
     Classes (drafts, models) are returned as they are: their methods run inside those calls.
     """
 
-    def __init__(self, impl: Any, module: ModuleType, timeout: float = GENERATION_TIMEOUT):
+    def __init__(
+        self, impl: Implementation, module: ModuleType, timeout: float = GENERATION_TIMEOUT
+    ) -> None:
         self.impl = impl
         self.module = module
         self.timeout = timeout
@@ -137,7 +97,9 @@ class GuardedModule:
         @functools.wraps(value)
         def guarded(*args: Any, **kwargs: Any) -> Any:
             bound = functools.partial(value, *args, **kwargs)
-            return _call_guarded(self.impl, name, self.timeout, bound, passthrough=(CacheMismatch,))
+            return self.impl.call_guarded(
+                name, self.timeout, bound, passthrough=(CacheMismatch,)
+            )
 
         return guarded
 
@@ -146,15 +108,16 @@ class GuardedModule:
 
 
 def module_attr(impl: Implementation, name: str) -> Any:
-    """``impl.module.<name>`` if the implementation's module has it, else the reference's.
+    """The implementation's own ``name`` (``impl.own_attribute``) if it has one, else the
+    reference's.
 
     Drafts and the n-gram model come from the implementation when it has its own (their bugs
     are its bugs); the tiers take models and the tokenizer from the reference always, because
     they are the instruments that check the cache and log every pass.
     """
-    module = getattr(impl, "module", None)
-    if module is not None and hasattr(module, name):
-        return getattr(module, name)
+    own = impl.own_attribute(name)
+    if own is not None:
+        return own
     from spec_verify import reference
 
     return getattr(reference, name)
@@ -195,17 +158,17 @@ class SampledVerifier:
     def __init__(self, impl: Implementation, params: Any, seeds: np.random.SeedSequence) -> None:
         self.impl = impl
         self.params = params
-        self.batched = callable(getattr(impl, "batch", None)) and callable(
-            getattr(impl, "verify_call", None)
+        self.batched: BatchedImplementation | None = (
+            impl if isinstance(impl, BatchedImplementation) else None
         )
-        if self.batched:
+        if self.batched is not None:
             self._seeds = np.random.Generator(np.random.PCG64(seeds))
         else:
             self._rng = implementation_rng(impl, seeds)
 
     def __call__(self, requests: Sequence[VerifyRequest]) -> list[tuple[list[int], int]]:
         """``(emitted_ids, n_accepted)`` of each round, in order."""
-        if not self.batched:
+        if self.batched is None:
             return [
                 self.impl.verify_draft(
                     r.target_logits, r.draft_ids, r.draft_probs, self.params, r.history,
@@ -213,17 +176,18 @@ class SampledVerifier:
                 )
                 for r in requests
             ]  # fmt: skip
-        greedy = getattr(self.params, "temperature", 1.0) == 0
+        batched = self.batched
+        greedy = batched.params_tuple(self.params)[0] == 0.0
         seeds = self._seeds.integers(0, _SEED_BOUND, size=len(requests), dtype=np.int64)
         calls = [
-            self.impl.verify_call(  # type: ignore[attr-defined]
+            batched.verify_call(
                 r.target_logits, r.draft_ids, r.draft_probs, self.params, r.history, r.prompt,
                 ("forbid",) if greedy else ("seed", int(seed)),
             )
             for r, seed in zip(requests, seeds, strict=True)
         ]  # fmt: skip
         results: list[tuple[list[int], int]] = []
-        for kind, value, _drawn in self.impl.batch(calls):  # type: ignore[attr-defined]
+        for kind, value, _drawn in batched.batch(calls):
             if kind == "err":
                 if isinstance(value, BaseException):
                     raise value

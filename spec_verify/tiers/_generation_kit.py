@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from types import ModuleType
 from typing import Any
 
 from spec_verify import reference
+from spec_verify.adapters._implementations import Implementation
 from spec_verify.tiers._drive import GuardedModule
 
 __all__ = ["Kit", "Setup", "kit_for", "setups"]
@@ -26,13 +26,11 @@ class Kit:
         return found if found is not None else getattr(reference, name)
 
 
-def kit_for(impl: Any) -> Kit | None:
+def kit_for(impl: Implementation) -> Kit | None:
     """The kit of an implementation offering ``generation`` (a Python module), else None; its
     functions run under a time limit (``GuardedModule``)."""
-    module = getattr(impl, "module", None)
-    if "generation" not in getattr(impl, "capabilities", ()) or not isinstance(module, ModuleType):
-        return None
-    return Kit(GuardedModule(impl, module))
+    module = impl.generation_module()
+    return None if module is None else Kit(GuardedModule(impl, module))
 
 
 @dataclass(frozen=True)

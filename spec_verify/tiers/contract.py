@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from spec_verify.adapters._implementations import Implementation
 from spec_verify.errors import ImplementationError
-from spec_verify.reference import SamplingParams
 from spec_verify.results import CheckResult, Progress, Status
 from spec_verify.tiers._cases import ParityCase, case_seeds, lookup_case, verify_case
 from spec_verify.uniforms import ScriptedUniforms
@@ -29,9 +29,6 @@ __all__ = ["BAD_ARGUMENTS", "BadArgument", "run_contract_tier"]
 
 
 
-def _params(impl: Any, **fields: Any) -> Any:
-    make = getattr(impl, "params", None)
-    return make(**fields) if callable(make) else SamplingParams(**fields)
 
 
 # ---- the bad-argument table ----------------------------------------------------------------
@@ -57,24 +54,24 @@ def _verify(
     rng: Any = "default",
     **fields: Any,
 ) -> Callable[[Any], Any]:
-    def call(impl: Any) -> Any:
+    def call(impl: Implementation) -> Any:
         source = ScriptedUniforms(then=0.5) if rng == "default" else rng
         return impl.verify_draft(
-            rows, ids, q, _params(impl, **fields), list(history), source, list(prompt)
+            rows, ids, q, impl.params(**fields), list(history), source, list(prompt)
         )
 
     return call
 
 
 def _distribution(logits: Any, history: Any = (), prompt: Any = ()) -> Callable[[Any], Any]:
-    def call(impl: Any) -> Any:
-        return impl.sampling_distribution(logits, _params(impl), list(history), list(prompt))
+    def call(impl: Implementation) -> Any:
+        return impl.sampling_distribution(logits, impl.params(), list(history), list(prompt))
 
     return call
 
 
 def _make_params(**fields: Any) -> Callable[[Any], Any]:
-    return lambda impl: _params(impl, **fields)
+    return lambda impl: impl.params(**fields)
 
 
 def _lookup(k: int = 2, max_ngram: int = 3, min_ngram: int = 1) -> Callable[[Any], Any]:
@@ -161,7 +158,7 @@ BAD_ARGUMENTS: tuple[BadArgument, ...] = (
 )  # fmt: skip
 
 
-def _check_errors(impl: Any, capabilities: frozenset[str], start: float) -> CheckResult:
+def _check_errors(impl: Implementation, capabilities: frozenset[str], start: float) -> CheckResult:
     failures: list[str] = []
     ran = 0
     for row in BAD_ARGUMENTS:
@@ -249,7 +246,7 @@ def _distribution_problem(row: NDArray[np.float64], greedy: bool, probs: Any) ->
     return None
 
 
-def _check_calls(impl: Any, capabilities: frozenset[str], start: float) -> CheckResult:
+def _check_calls(impl: Implementation, capabilities: frozenset[str], start: float) -> CheckResult:
     """One minimal valid call of each offered function (the gate for the later tiers)."""
     problems: list[str] = []
     errors = 0
@@ -282,7 +279,7 @@ def _check_calls(impl: Any, capabilities: frozenset[str], start: float) -> Check
                 case.target_logits,
                 list(case.draft_ids),
                 case.draft_probs,
-                _params(impl, **case.params),
+                impl.params(**case.params),
                 list(case.history),
                 source,
                 list(case.prompt),
@@ -300,7 +297,7 @@ def _check_calls(impl: Any, capabilities: frozenset[str], start: float) -> Check
             (
                 "sampling_distribution",
                 lambda: _distribution_problem(
-                    _ROWS[0], False, impl.sampling_distribution(_ROWS[0], _params(impl), [1], [2])
+                    _ROWS[0], False, impl.sampling_distribution(_ROWS[0], impl.params(), [1], [2])
                 ),
             )
         )
@@ -355,7 +352,7 @@ def _check_calls(impl: Any, capabilities: frozenset[str], start: float) -> Check
 
 
 def _check_shapes(
-    impl: Any, capabilities: frozenset[str], seed: int, n: int, start: float
+    impl: Implementation, capabilities: frozenset[str], seed: int, n: int, start: float
 ) -> CheckResult:
     problems: list[str] = []
     counted = 0
@@ -371,7 +368,7 @@ def _check_shapes(
                     case.target_logits,
                     list(case.draft_ids),
                     case.draft_probs,
-                    _params(impl, **case.params),
+                    impl.params(**case.params),
                     list(case.history),
                     source,
                     list(case.prompt),
@@ -383,7 +380,7 @@ def _check_shapes(
             if "sampling_distribution" in capabilities:
                 probs = impl.sampling_distribution(
                     case.target_logits[0],
-                    _params(impl, **case.params),
+                    impl.params(**case.params),
                     list(case.history),
                     list(case.prompt),
                 )
@@ -434,7 +431,7 @@ def _check_shapes(
 
 
 def run_contract_tier(
-    impl: Any,
+    impl: Implementation,
     *,
     seed: int = 0,
     quick: bool = False,
@@ -442,7 +439,7 @@ def run_contract_tier(
     **options: Any,
 ) -> list[CheckResult]:
     """The contract tier: ``calls`` (the gate), ``shapes`` and ``errors``."""
-    capabilities: frozenset[str] = frozenset(getattr(impl, "capabilities", frozenset()))
+    capabilities = impl.capabilities
     calls = _check_calls(impl, capabilities, time.perf_counter())
     if not calls.status.ok:
         return [calls]

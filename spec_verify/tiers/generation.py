@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from spec_verify.adapters._implementations import Implementation
 from spec_verify.errors import ImplementationError
 from spec_verify.results import CheckResult, Progress, Status
 from spec_verify.tiers._generation_kit import Kit, Setup, kit_for, setups
@@ -365,7 +366,7 @@ def _drafts(kit: Kit, setup: Setup, seed: int) -> CheckResult:
 
 
 def run_generation_tier(
-    impl: Any,
+    impl: Implementation,
     *,
     seed: int = 0,
     quick: bool = False,

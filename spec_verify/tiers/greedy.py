@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from spec_verify.adapters._implementations import Implementation
 from spec_verify.errors import ImplementationError
 from spec_verify.reference import SamplingParams, sampling_distribution
 from spec_verify.results import CheckResult, Progress, Status
@@ -73,12 +74,9 @@ def _chain(
     return chain
 
 
-def _params(impl: Any, fields: dict[str, Any]) -> Any:
-    make = getattr(impl, "params", None)
-    return make(**fields) if callable(make) else SamplingParams(**fields)
-
-
-def _check_argmax_chain(impl: Any, seed: int, n: int, progress: Progress | None) -> CheckResult:
+def _check_argmax_chain(
+    impl: Implementation, seed: int, n: int, progress: Progress | None
+) -> CheckResult:
     start = time.perf_counter()
     calls = 0
     failure: str | None = None
@@ -99,7 +97,7 @@ def _check_argmax_chain(impl: Any, seed: int, n: int, progress: Progress | None)
             source = _Counting()
             try:
                 got = impl.verify_draft(
-                    rows, draft, case.draft_probs, _params(impl, fields), history, source, prompt
+                    rows, draft, case.draft_probs, impl.params(**fields), history, source, prompt
                 )
             except (ValueError, ImplementationError) as exc:
                 failure = f"draft {draft}: raised {type(exc).__name__}: {exc}"
@@ -143,7 +141,9 @@ def _check_argmax_chain(impl: Any, seed: int, n: int, progress: Progress | None)
     )
 
 
-def _check_generation(impl: Any, quick: bool, progress: Progress | None) -> CheckResult | None:
+def _check_generation(
+    impl: Implementation, quick: bool, progress: Progress | None
+) -> CheckResult | None:
     kit = kit_for(impl)
     if kit is None:
         return None
@@ -186,7 +186,7 @@ def _check_generation(impl: Any, quick: bool, progress: Progress | None) -> Chec
 
 
 def run_greedy_tier(
-    impl: Any,
+    impl: Implementation,
     *,
     seed: int = 0,
     quick: bool = False,

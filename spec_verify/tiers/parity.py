@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from spec_verify.adapters._implementations import BatchedImplementation, Implementation
 from spec_verify.errors import ImplementationError
 from spec_verify.reference import (
     PromptLookupDraft,
@@ -61,19 +62,14 @@ ULP_TOLERANCE = 4  # exp may differ by an ulp (CONTRACT.md 2.5); sums and quotie
 _CHUNK = 400  # cases per message to the FFI worker
 
 
-def _params_for(impl: Any, fields: dict[str, Any]) -> Any:
-    make = getattr(impl, "params", None)
-    return make(**fields) if callable(make) else SamplingParams(**fields)
-
-
-def _impl_verify_one(impl: Any, case: ParityCase) -> CallOutcome:
+def _impl_verify_one(impl: Implementation, case: ParityCase) -> CallOutcome:
     script = ScriptedUniforms(case.uniforms if not case.greedy else ())
     try:
         result = impl.verify_draft(
             case.target_logits,
             list(case.draft_ids),
             case.draft_probs,
-            _params_for(impl, case.params),
+            impl.params(**case.params),
             list(case.history),
             script,
             list(case.prompt),
@@ -92,7 +88,9 @@ def _impl_verify_one(impl: Any, case: ParityCase) -> CallOutcome:
         return ("err", error, script.drawn)
 
 
-def _ffi_verify_call(impl: Any, case: ParityCase) -> tuple[str, dict[str, Any], Any]:
+def _ffi_verify_call(
+    impl: BatchedImplementation, case: ParityCase
+) -> tuple[str, dict[str, Any], Any]:
     if case.greedy:
         source: Any = ("forbid",)
     elif case.own_stream:
@@ -135,24 +133,24 @@ def _show(outcome: CallOutcome) -> str:
 class _Runner:
     """Runs verify cases through an implementation: batched for the FFI adapter."""
 
-    def __init__(self, impl: Any) -> None:
+    def __init__(self, impl: Implementation) -> None:
         self.impl = impl
-        self.batched = callable(getattr(impl, "batch", None)) and hasattr(impl, "verify_call")
+        self.batched = impl if isinstance(impl, BatchedImplementation) else None
 
     def one(self, case: ParityCase) -> CallOutcome:
-        if self.batched:
-            [outcome] = self.impl.batch([_ffi_verify_call(self.impl, case)])
+        if self.batched is not None:
+            [outcome] = self.batched.batch([_ffi_verify_call(self.batched, case)])
             return _normalise_ffi(case, outcome)
         return _impl_verify_one(self.impl, case)
 
     def many(
         self, cases: Sequence[ParityCase], while_waiting: Callable[[], None]
     ) -> list[CallOutcome]:
-        if not self.batched:
+        if self.batched is None:
             while_waiting()
             return [_impl_verify_one(self.impl, case) for case in cases]
-        calls = [_ffi_verify_call(self.impl, case) for case in cases]
-        outcomes = self.impl.batch(calls, while_waiting=while_waiting)
+        calls = [_ffi_verify_call(self.batched, case) for case in cases]
+        outcomes = self.batched.batch(calls, while_waiting=while_waiting)
         return [_normalise_ffi(c, o) for c, o in zip(cases, outcomes, strict=True)]
 
 
@@ -166,14 +164,14 @@ class _Tally:
     crashed: ImplementationError | None = None
 
 
-def _repro(impl: Any, seed: int, case_seed: int | None = None) -> str:
+def _repro(impl: Implementation, seed: int, case_seed: int | None = None) -> str:
     from spec_verify.runner import repro_command
 
     return repro_command(impl.name, ["parity"], seed=seed, case_seed=case_seed)
 
 
 def _check_verify(
-    impl: Any,
+    impl: Implementation,
     seeds: Sequence[int],
     seed: int,
     progress: Progress | None,
@@ -346,7 +344,7 @@ def _ulps(a: NDArray[np.float64], b: NDArray[np.float64]) -> float:
 
 
 def _check_distributions(
-    impl: Any, seeds: Sequence[int], seed: int, progress: Progress | None
+    impl: Implementation, seeds: Sequence[int], seed: int, progress: Progress | None
 ) -> CheckResult:
     start = time.perf_counter()
     cases = [verify_case(s) for s in seeds]
@@ -363,7 +361,7 @@ def _check_distributions(
             expected.append(exc)
         calls.append((row, case.params, history, list(case.prompt)))
     actual: list[Any] = []
-    if callable(getattr(impl, "batch", None)) and hasattr(impl, "params_tuple"):
+    if isinstance(impl, BatchedImplementation):
         try:
             outcomes = []
             for begin in range(0, len(calls), _CHUNK):
@@ -394,7 +392,7 @@ def _check_distributions(
     else:
         for row, p, h, pr in calls:
             try:
-                actual.append(impl.sampling_distribution(row, _params_for(impl, p), h, pr))
+                actual.append(impl.sampling_distribution(row, impl.params(**p), h, pr))
             except (ValueError, ImplementationError) as exc:
                 actual.append(exc)
     worst = 0.0
@@ -487,7 +485,7 @@ def _brief(value: Any) -> str:
 
 
 def _check_lookup(
-    impl: Any, seeds: Sequence[int], seed: int, progress: Progress | None
+    impl: Implementation, seeds: Sequence[int], seed: int, progress: Progress | None
 ) -> CheckResult:
     start = time.perf_counter()
     cases = [lookup_case(s) for s in seeds]
@@ -496,7 +494,7 @@ def _check_lookup(
         for c in cases
     ]
     try:
-        if callable(getattr(impl, "batch", None)):
+        if isinstance(impl, BatchedImplementation):
             outcomes = []
             for begin in range(0, len(cases), _CHUNK):
                 chunk = [
@@ -568,24 +566,23 @@ _PCG_SEEDS = (0, 1, 42, 54, 2**32 - 1, 2**32, 2**63, 2**64 - 1)
 _PCG_VECTOR = (0xA15C02B7, 0x7B47F409, 0xBA1D3330, 0x83D2F293, 0xBFA4784B, 0xCBED606E)
 
 
-def _check_pcg32(impl: Any, seed: int, quick: bool) -> CheckResult:
+def _check_pcg32(impl: Implementation, seed: int, quick: bool) -> CheckResult:
     start = time.perf_counter()
     rng = np.random.default_rng([seed, 0x9C632])
     seeds = list(_PCG_SEEDS) + [int(s) for s in rng.integers(0, 2**63, size=8 if quick else 32)]
     n = 257
     try:
-        if hasattr(impl, "pcg32_u32"):
-            vector = impl.pcg32_u32(42, 54, len(_PCG_VECTOR))
-            if tuple(vector) != _PCG_VECTOR:
-                return CheckResult(
-                    "parity",
-                    "pcg32",
-                    Status.FAILED,
-                    f"Pcg32(42, 54) gives {[hex(v) for v in vector]}; CONTRACT.md section 1 "
-                    f"says {[hex(v) for v in _PCG_VECTOR]}",
-                    repro=_repro(impl, seed),
-                    seconds=time.perf_counter() - start,
-                )
+        vector = impl.pcg32_u32(42, 54, len(_PCG_VECTOR))
+        if vector is not None and tuple(vector) != _PCG_VECTOR:
+            return CheckResult(
+                "parity",
+                "pcg32",
+                Status.FAILED,
+                f"Pcg32(42, 54) gives {[hex(v) for v in vector]}; CONTRACT.md section 1 "
+                f"says {[hex(v) for v in _PCG_VECTOR]}",
+                repro=_repro(impl, seed),
+                seconds=time.perf_counter() - start,
+            )
         for s in seeds:
             got = impl.pcg32_uniforms(s, n)
             reference = Pcg32(s, 54)
@@ -627,7 +624,7 @@ def _check_pcg32(impl: Any, seed: int, quick: bool) -> CheckResult:
 
 
 def run_parity_tier(
-    impl: Any,
+    impl: Implementation,
     *,
     seed: int = 0,
     quick: bool = False,
@@ -644,7 +641,7 @@ def run_parity_tier(
         n_cases: an explicit number of ``verify_draft`` cases.
         case_seed: replay this one case (every check runs on it alone).
     """
-    capabilities: frozenset[str] = getattr(impl, "capabilities", frozenset())
+    capabilities = impl.capabilities
     n = n_cases if n_cases is not None else (QUICK_CASES if quick else DEFAULT_CASES)
     seeds = [case_seed] if case_seed is not None else case_seeds(seed, n)
     side = [case_seed] if case_seed is not None else case_seeds(seed, max(1, n // 5))

@@ -52,7 +52,7 @@ from spec_verify.stats._multiple import holm, holm_thresholds
 from spec_verify.stats._power import required_samples
 from spec_verify.stats._sequential import SequentialGofTest
 from spec_verify.stats._validate import check_int, check_open_unit
-from spec_verify.tiers._drive import SampledVerifier, VerifyRequest, make_params, module_attr
+from spec_verify.tiers._drive import SampledVerifier, VerifyRequest, module_attr
 
 __all__ = [
     "DEFAULT_BUDGET",
@@ -184,7 +184,7 @@ class FirstTokenCheck(StatisticalCheck):
     ) -> _Sampler:
         V = len(self._row)
         rows = np.vstack([self._row, self._row])  # the bonus row never reaches the 1st token
-        verify = SampledVerifier(impl, make_params(impl, **self.params), seeds)
+        verify = SampledVerifier(impl, impl.params(**self.params), seeds)
         q = None if self.draft is None else _floats(self.draft).reshape(1, V)
         history, prompt = list(self.history), list(self.prompt)
         calls = 0
@@ -230,7 +230,7 @@ class AcceptanceRateCheck(StatisticalCheck):
         row = _logits_from(self.target)
         rows = np.vstack([row, row])
         q = _floats(self.draft).reshape(1, -1)
-        verify = SampledVerifier(impl, make_params(impl), seeds)
+        verify = SampledVerifier(impl, impl.params(), seeds)
 
         def draw(count: int) -> list[Sample]:
             xs = _choose(harness, q[0], count)
@@ -298,7 +298,7 @@ class SequenceCheck(StatisticalCheck):
         target, draft = self._tables
         logits = {prefix: _logits_from(dist) for prefix, dist in target.items()}
         q = {prefix: _floats(dist) for prefix, dist in draft.items()}
-        verify = SampledVerifier(impl, make_params(impl), seeds)
+        verify = SampledVerifier(impl, impl.params(), seeds)
 
         def request() -> VerifyRequest:
             prefix: tuple[int, ...] = ()
@@ -383,7 +383,7 @@ class GenerationCheck(StatisticalCheck):
         seed_stream = np.random.Generator(np.random.PCG64(seeds))
 
         def one(seed: int) -> Sample:
-            p = make_params(impl, max_tokens=self.length, seed=seed, **self.params)
+            p = impl.params(max_tokens=self.length, seed=seed, **self.params)
             out = generate(self._target(), self._draft(impl), tok, list(self.prompt), p, k=self.k)
             return tuple(int(t) for t in out.ids)
 

@@ -3,12 +3,15 @@ implementation; a call that hung is not made again; generation runs under a time
 
 from __future__ import annotations
 
+import ast
 import time
 import types
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+from spec_verify.adapters import BatchedImplementation, Implementation, load_implementation
 from spec_verify.cli import main
 from spec_verify.errors import ImplementationError
 from spec_verify.reference import CacheMismatch, SamplingParams, request_rng
@@ -88,3 +91,95 @@ def test_generation_passes_keywords_and_the_cache_instruments_verdict_through():
     assert guarded.speculative_generate("t", k=2) == ("ran", "t", 2)
     with pytest.raises(CacheMismatch, match="cache holds 3"):
         guarded.speculative_generate("t", k=0)
+
+
+# ---- the one protocol ------------------------------------------------------------------------
+
+
+class _Minimal(Implementation):
+    """Only verify_draft: every other method keeps the protocol's default."""
+
+    name = "python:minimal"
+    capabilities = frozenset({"verify_draft"})
+
+    def verify_draft(self, *args: object, **kwargs: object) -> tuple[list[int], int]:
+        return [0], 0
+
+
+def test_every_optional_method_has_a_default() -> None:
+    impl = _Minimal()
+    assert impl.params(temperature=0.5) == SamplingParams(temperature=0.5)
+    assert impl.request_rng(1) is None
+    assert impl.generation_module() is None
+    assert impl.own_attribute("PromptLookupDraft") is None
+    assert impl.pcg32_u32(42, 54, 3) is None
+    assert impl.call_guarded("f", 1.0, lambda x: x + 1, 1) == 2
+    impl.close()
+    with pytest.raises(ImplementationError, match="is not offered"):
+        impl.sampling_distribution(ROWS[0], SamplingParams())
+    with pytest.raises(ImplementationError, match="is not offered"):
+        impl.prompt_lookup([1, 2, 1], 2)
+    with pytest.raises(ImplementationError, match="is not offered"):
+        impl.pcg32_uniforms(0, 2)
+
+
+def test_an_implementation_must_define_verify_draft() -> None:
+    class Empty(Implementation):
+        name = "empty"
+
+    with pytest.raises(TypeError, match="verify_draft"):
+        Empty()  # type: ignore[abstract]
+
+
+def test_only_batch_capable_adapters_are_batched() -> None:
+    from spec_verify.adapters import FfiImplementation
+
+    assert issubclass(FfiImplementation, Implementation)
+    assert isinstance(FfiImplementation("/nonexistent.so"), BatchedImplementation)
+    reference = load_implementation("reference")
+    assert isinstance(reference, Implementation)
+    assert not isinstance(reference, BatchedImplementation)
+    assert not isinstance(_Minimal(), BatchedImplementation)
+
+
+def test_the_python_adapter_answers_from_its_module() -> None:
+    reference = load_implementation("reference")
+    assert reference.generation_module() is not None
+    assert reference.own_attribute("PromptLookupDraft") is not None
+    assert reference.own_attribute("no_such_name") is None
+    rng = reference.request_rng(7)
+    assert rng is not None and rng.random() == request_rng(7).random()
+
+
+def test_run_checks_refuses_an_object_that_is_no_implementation() -> None:
+    from spec_verify.errors import InvalidArgument
+    from spec_verify.runner import run_checks
+
+    with pytest.raises(InvalidArgument, match=r"subclass spec_verify\.adapters\.Implementation"):
+        run_checks(object())  # type: ignore[arg-type]
+
+
+_HARNESS = Path(__file__).resolve().parents[1]
+_CALLERS = [
+    *sorted((_HARNESS / "spec_verify" / "tiers").glob("*.py")),
+    *sorted((_HARNESS / "properties").glob("*.py")),
+    _HARNESS / "spec_verify" / "runner.py",
+]
+_IMPL_NAMES = {"impl", "loaded", "spec_impl", "self.impl"}
+
+
+@pytest.mark.parametrize("path", _CALLERS, ids=lambda p: p.name)
+def test_tiers_never_probe_an_implementation_by_attribute(path: Path) -> None:
+    """Every hook is a real method of the protocol: getattr/hasattr on an implementation in a
+    tier would hide a missing method until the one run that needs it."""
+    probes = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in {"getattr", "hasattr"}
+            and node.args
+            and ast.unparse(node.args[0]) in _IMPL_NAMES
+        ):
+            probes.append(f"line {node.lineno}: {ast.unparse(node)}")
+    assert not probes, probes

@@ -230,7 +230,7 @@ def test_resample_first_is_not_taken_for_the_contract(p: tuple[F, ...]) -> None:
     assert e.notes  # the departure from the contract's order is reported
 
 
-class _Masked:
+class _Masked(Implementation):
     """Draws u_0 and u_1; when u_1 < 1/2 emits 0 iff u_0 > 3/4, else 0 iff 2 u_1 - 1 < 1/4.
     Exact for p = (1/4, 3/4), but at the root, with u_1 held at its default, u_0 seems to do
     nothing, and its breakpoint 3/4 is none of the bonus cells' boundaries."""
@@ -306,12 +306,15 @@ def test_call_budget_is_not_provable(reference: Implementation) -> None:
     assert "more than 3 calls" in e.reason
 
 
-class _BadParams:
+class _BadParams(Implementation):
     name = "bad-params"
     capabilities = frozenset({"verify_draft", "injected_uniforms"})
 
     def params(self, **fields: object) -> object:
         raise RuntimeError("no params here")
+
+    def verify_draft(self, *args: object, **kwargs: object) -> tuple[list[int], int]:
+        raise AssertionError("not reached: params fail first")
 
 
 def test_params_that_raise_are_an_error() -> None:

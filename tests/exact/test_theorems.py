@@ -11,6 +11,7 @@ import pytest
 
 from spec_verify.adapters._implementations import Implementation, load_implementation
 from spec_verify.errors import InvalidArgument, InvalidDistribution
+from spec_verify.exact._applicability import PROBE_SCRIPTS, injection_probe, witness_holds
 from spec_verify.exact._cells import Round, contract_output
 from spec_verify.exact._theorems import (
     DEFAULT_CASES,
@@ -144,14 +145,12 @@ def test_endless_draws_are_not_provable() -> None:
     assert check.status is Status.NOT_PROVABLE
 
 
-class _NoInjection:
+class _NoInjection(Implementation):
     name = "sealed"
     capabilities = frozenset({"verify_draft"})
 
-
-def test_without_injected_uniforms_the_tier_is_skipped() -> None:
-    (result,) = run_exact_tier(_NoInjection())  # type: ignore[arg-type]
-    assert result.status is Status.SKIPPED
+    def verify_draft(self, *args: object, **kwargs: object) -> tuple[list[int], int]:
+        raise AssertionError("the exact tier must not call an implementation it cannot drive")
 
 
 def test_quick_and_progress(reference: Implementation) -> None:
@@ -272,3 +271,44 @@ def test_hidden_rules_are_never_passed(name: str, case: str) -> None:
     assert diff > result.tolerance
     assert f"(difference {diff})" in result.message
     assert "the contract's rule emits" in result.message  # the witness departs from the rule
+
+
+# -- own randomness: not applicable, never WRONG ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("module", "words"),
+    [
+        ("own_generator", "inside one cell box"),  # seeded from one harness uniform
+        ("ignores_source", "the same uniforms"),  # never reads the injected source
+    ],
+)
+def test_a_correct_sampler_with_its_own_generator_is_not_wrong(module: str, words: str) -> None:
+    impl = load_implementation(f"python:tests.impls.{module}")
+    results = run_exact_tier(impl, quick=True)
+    assert [r.status for r in results] == [Status.NOT_APPLICABLE], results
+    assert words in results[0].message
+    assert "the statistical tier decides" in results[0].message
+
+
+def test_declared_own_randomness_is_not_applicable_without_a_call() -> None:
+    (result,) = run_exact_tier(_NoInjection())
+    assert result.status is Status.NOT_APPLICABLE
+    assert "own randomness" in result.message
+
+
+def test_a_wrong_sampler_driven_by_the_uniforms_stays_wrong() -> None:
+    """The negative control of the applicability checks: the witness of threshold_bug gives the
+    same output at every probe point of its cells, so the verdict stays WRONG."""
+    impl = load_implementation("python:tests.impls.threshold_bug")
+    check, results = run_theorem(impl, "one_position", cases=1)
+    assert check.status is Status.FAILED
+    (result,) = results
+    assert result.witnesses
+    for w in result.witnesses:
+        assert witness_holds(impl, w.round, w.leaf).applies
+
+
+def test_the_injection_probe_accepts_the_reference() -> None:
+    probe = injection_probe(load_implementation("reference"))
+    assert probe.applies and probe.calls == 2 * 2 * PROBE_SCRIPTS

@@ -9,7 +9,7 @@ import pytest
 
 from spec_verify.adapters._implementations import load_implementation
 from spec_verify.results import Status
-from spec_verify.tiers._drive import SampledVerifier, VerifyRequest, make_params
+from spec_verify.tiers._drive import SampledVerifier, VerifyRequest
 from spec_verify.tiers.statistical import run_statistical_tier
 
 ROWS = np.log(np.array([[0.5, 0.25, 0.25], [0.2, 0.3, 0.5]]))
@@ -28,7 +28,7 @@ def test_rounds_are_batched_from_the_librarys_own_stream_and_reproducible(rust_p
     requests = [VerifyRequest(ROWS, [i % 3], Q) for i in range(300)]
 
     def run(seed):
-        verifier = SampledVerifier(impl, make_params(impl), np.random.SeedSequence(seed))
+        verifier = SampledVerifier(impl, impl.params(), np.random.SeedSequence(seed))
         assert verifier.batched
         return verifier(requests)
 
@@ -42,7 +42,7 @@ def test_rounds_are_batched_from_the_librarys_own_stream_and_reproducible(rust_p
 @pytest.mark.rust
 def test_a_rejected_round_raises_across_the_boundary(rust_port):
     impl = load_implementation(f"ffi:{rust_port}")
-    verifier = SampledVerifier(impl, make_params(impl), np.random.SeedSequence(0))
+    verifier = SampledVerifier(impl, impl.params(), np.random.SeedSequence(0))
     with pytest.raises(ValueError, match="draft_ids"):
         verifier([VerifyRequest(ROWS, [7], Q)])
 

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 
+from spec_verify.adapters import Implementation
 from spec_verify.adapters._implementations import PythonImplementation, load_implementation
 from spec_verify.properties import PROPERTIES, PropertyViolation, checks
 from spec_verify.properties import strategies as sv
@@ -144,7 +145,7 @@ def _wrong_kept_prefix(*args: Any) -> tuple[list[int], int]:
     return ([(emitted[0] + 1) % V, *emitted[1:]], n) if n else (emitted, n)
 
 
-class _OutOfRange:
+class _OutOfRange(Implementation):
     """A raw implementation (no adapter) that emits id V."""
 
     name = "python:out_of_range"

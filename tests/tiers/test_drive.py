@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from spec_verify.adapters._implementations import load_implementation
-from spec_verify.tiers._drive import SampledVerifier, VerifyRequest, implementation_rng, make_params
+from spec_verify.tiers._drive import SampledVerifier, VerifyRequest, implementation_rng
 
 ROWS = np.log(np.array([[0.5, 0.25, 0.25], [0.2, 0.3, 0.5]]))
 Q = np.array([[0.25, 0.5, 0.25]])
@@ -19,7 +19,7 @@ def _requests(n: int) -> list[VerifyRequest]:
 
 def test_a_python_implementation_runs_call_by_call_from_its_own_stream() -> None:
     impl = load_implementation("python:spec_verify.reference")
-    params = make_params(impl)
+    params = impl.params()
     verifier = SampledVerifier(impl, params, np.random.SeedSequence(5))
     assert not verifier.batched
     rng = implementation_rng(impl, np.random.SeedSequence(5))
@@ -31,7 +31,7 @@ def test_rounds_are_reproducible_from_the_seed_and_differ_across_seeds() -> None
     impl = load_implementation("reference")
 
     def run(seed: int) -> list[tuple[list[int], int]]:
-        return SampledVerifier(impl, make_params(impl), np.random.SeedSequence(seed))(
+        return SampledVerifier(impl, impl.params(), np.random.SeedSequence(seed))(
             _requests(200)
         )
 
@@ -41,6 +41,6 @@ def test_rounds_are_reproducible_from_the_seed_and_differ_across_seeds() -> None
 
 def test_a_rejected_round_raises_as_a_direct_call_would() -> None:
     impl = load_implementation("reference")
-    verifier = SampledVerifier(impl, make_params(impl), np.random.SeedSequence(0))
+    verifier = SampledVerifier(impl, impl.params(), np.random.SeedSequence(0))
     with pytest.raises(ValueError, match="draft_ids"):
         verifier([VerifyRequest(ROWS, [7], Q)])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from spec_verify.adapters import Implementation
 from spec_verify.adapters._implementations import load_implementation
 from spec_verify.reference import SamplingParams, verify_draft
 from spec_verify.results import Status
@@ -14,7 +15,7 @@ from spec_verify.tiers._shrink import shrink
 from spec_verify.tiers.parity import run_parity_tier
 
 
-class SwappedDraws:
+class SwappedDraws(Implementation):
     """The reference with u_resample drawn before u_accept (seed pitfall 4)."""
 
     name = "python:swapped"
@@ -129,7 +130,7 @@ def test_shrinking_keeps_the_failure_and_never_grows():
 def test_distributions_within_a_few_ulps_keep_parity(monkeypatch, ulps):
     reference = load_implementation("reference")
 
-    class Nudged:
+    class Nudged(Implementation):
         name = "python:nudged"
         capabilities = frozenset({"sampling_distribution"})
 
@@ -150,7 +151,7 @@ def test_distributions_within_a_few_ulps_keep_parity(monkeypatch, ulps):
 def test_distributions_beyond_the_tolerance_fail():
     reference = load_implementation("reference")
 
-    class Off:
+    class Off(Implementation):
         name = "python:off"
         capabilities = frozenset({"sampling_distribution"})
 

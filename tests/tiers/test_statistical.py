@@ -12,7 +12,11 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from spec_verify.adapters._implementations import PythonImplementation, load_implementation
+from spec_verify.adapters._implementations import (
+    Implementation,
+    PythonImplementation,
+    load_implementation,
+)
 from spec_verify.errors import InvalidArgument
 from spec_verify.reference import SamplingParams, sampling_distribution
 from spec_verify.results import Status
@@ -259,7 +263,7 @@ def test_zero_probability_outcomes_fail_at_once_and_are_named() -> None:
     assert "outcomes the target gives probability 0 were produced: 2" in result.message
 
 
-class _Crashing:
+class _Crashing(Implementation):
     """An implementation whose verify_draft crashes (the adapter's guard reports it so)."""
 
     name = "python:crashing"
