@@ -11,6 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import spec_verify
+import spec_verify.properties
 from spec_verify.adapters import BatchedImplementation, Implementation, load_implementation
 from spec_verify.cli import main
 from spec_verify.errors import ImplementationError
@@ -159,12 +161,13 @@ def test_run_checks_refuses_an_object_that_is_no_implementation() -> None:
         run_checks(object())  # type: ignore[arg-type]
 
 
-_HARNESS = Path(__file__).resolve().parents[1]
+_PACKAGE = Path(spec_verify.__file__).resolve().parent
 _CALLERS = [
-    *sorted((_HARNESS / "spec_verify" / "tiers").glob("*.py")),
-    *sorted((_HARNESS / "properties").glob("*.py")),
-    _HARNESS / "spec_verify" / "runner.py",
+    *sorted((_PACKAGE / "tiers").glob("*.py")),
+    *sorted(Path(spec_verify.properties.__file__).resolve().parent.glob("*.py")),
+    _PACKAGE / "runner.py",
 ]
+assert len(_CALLERS) > 10  # the globs found the tiers and the properties
 _IMPL_NAMES = {"impl", "loaded", "spec_impl", "self.impl"}
 
 
