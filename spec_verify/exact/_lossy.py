@@ -28,7 +28,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 from numpy.typing import NDArray
@@ -296,7 +296,7 @@ class LossyReport:
         }
 
 
-def measure(rule: Implementation, p: Sequence[object], q: Sequence[object]) -> LossyReport:
+def measure(rule: LossyImplementation, p: Sequence[object], q: Sequence[object]) -> LossyReport:
     """The exact first-token distribution of ``rule`` over ``x ~ q``, its TV to ``p`` and its
     acceptance rate, by cell enumeration (one round with one draft per ``x``; the bonus row
     is ``p``).
@@ -323,7 +323,10 @@ def measure(rule: Implementation, p: Sequence[object], q: Sequence[object]) -> L
     for x, qx in enumerate(q_row):
         if not qx:
             continue
-        enumeration = enumerate_round(rule, Round((p_row, p_row), (x,), (q_row,)))
+        # a lossy rule has every method the engine calls; it does not subclass Implementation
+        # because the engine imports no adapter
+        driven = cast("Implementation", rule)
+        enumeration = enumerate_round(driven, Round((p_row, p_row), (x,), (q_row,)))
         calls += enumeration.calls
         if not enumeration.complete:
             complete, reason = False, f"x = {x}: {enumeration.reason}"
