@@ -169,7 +169,16 @@ def run_property_tier(
     return results
 
 
+def _sampled(case: Any) -> bool:
+    params = case.params if isinstance(getattr(case, "params", None), dict) else {}
+    return bool(params.get("temperature", 1.0) != 0)
+
+
 def _run_one(impl: Implementation, prop: _Property, seed: int, examples: int) -> CheckResult:
+    cases = prop.cases()
+    if "greedy" not in impl.capabilities:  # sampled-only: greedy cases are not asked of it
+        cases = cases.filter(_sampled)
+
     @settings(
         max_examples=examples,
         deadline=None,
@@ -178,7 +187,7 @@ def _run_one(impl: Implementation, prop: _Property, seed: int, examples: int) ->
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
     )
     @hypothesis.seed(seed)
-    @given(case=prop.cases())
+    @given(case=cases)
     def run(case: Any) -> None:
         prop.check(impl, case)
 

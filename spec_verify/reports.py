@@ -71,12 +71,72 @@ def format_summary(report: CheckReport, width: int = 78) -> str:
     counts = report.counts()
     verdict = "PASSED" if report.passed else "FAILED"
     lines.append("")
+    lines.extend(format_evidence(report))
     lines.append(
-        f"spec-verify check {report.impl}: {verdict} ({counts['passed']} passed, "
-        f"{counts['failed']} failed, {counts['error']} errors, {counts['skipped']} skipped, "
-        f"{counts['not_provable']} not provable) in {report.seconds:.1f} s, seed {report.seed}"
+        f"spec-verify check {report.impl}: {verdict} "
+        f"({counts['passed']} passed, {counts['failed']} failed, {counts['error']} errors, "
+        f"{counts['skipped']} skipped, {counts['not_provable']} not provable, "
+        f"{counts['not_applicable']} not applicable) in {report.seconds:.1f} s, "
+        f"seed {report.seed}, profile {report.profile.value}"
     )
+    if report.law_checks_passed():
+        lines.append(
+            "Every law check passed; only conformance checks failed (draw order, draw counts, "
+            "errors, parity). If this sampler is not meant to be a port of the contract's "
+            "mechanics, ask only whether it is lossless: --profile lossless"
+        )
     return "\n".join(lines)
+
+
+_PROFILE_MEANING = {
+    "conformance": "the whole gate for a port of the contract: the output law, draw order, "
+    "draw counts, errors, parity",
+    "lossless": "only claims about the output law; efficiency is reported, never a failure",
+}
+
+
+def format_evidence(report: CheckReport) -> list[str]:
+    """What the run established: the profile, what was proven exactly, what was tested at
+    which alpha and power, what did not apply and why, the efficiency checks apart."""
+    evidence = report.evidence()
+    lines = [f"profile: {report.profile.value} ({_PROFILE_MEANING[report.profile.value]})"]
+    if report.capabilities:
+        lines.append(f"capabilities: {', '.join(report.capabilities)}")
+    if evidence["proven_exactly"]:
+        lines.append(f"proven exactly: {', '.join(evidence['proven_exactly'])}")
+    if evidence["tested_statistically"]:
+        lines.append("tested statistically:")
+        for t in evidence["tested_statistically"]:
+            lines.append(
+                f"  {t['check']}: {t['status']} at alpha {_g(t['alpha'])}, power {_g(t['power'])} "
+                f"against TV >= {_g(t['delta'])} (n = {t['n']})"
+            )
+    if evidence["not_provable"]:
+        decided = (
+            "not a failure under this profile; the statistical evidence above decides"
+            if report.profile.value == "lossless" or report.allow_not_provable
+            else "fails the run under the conformance profile (--allow-not-provable accepts it)"
+        )
+        lines.append(f"not provable exactly: {', '.join(evidence['not_provable'])} ({decided})")
+    if evidence["not_applicable"]:
+        lines.append("not applicable:")
+        for check, why in evidence["not_applicable"].items():
+            lines.append(f"  {check}: {_first_line(why, 160)}")
+    if evidence["efficiency"]:
+        rule = (
+            "reported, never a failure under this profile"
+            if report.profile.value == "lossless"
+            else "part of the conformance gate"
+        )
+        lines.append(f"efficiency ({rule}):")
+        for e in evidence["efficiency"]:
+            lines.append(f"  {e['check']}: {e['status']} ({e['why']})")
+    lines.append("")
+    return lines
+
+
+def _g(value: Any) -> str:
+    return "?" if value is None else f"{value:g}"
 
 
 def format_failures(report: CheckReport) -> str:
@@ -166,7 +226,7 @@ def junit_xml(report: CheckReport) -> str:
     kinds = [_junit_kind(report, r) for r in report.results]
     root = ET.Element(
         "testsuites",
-        name=xml_safe(f"spec-verify check {report.impl}"),
+        name=xml_safe(f"spec-verify check {report.impl} (profile {report.profile.value})"),
         tests=str(len(report.results)),
         failures=str(kinds.count("failure")),
         errors=str(kinds.count("error")),
@@ -190,6 +250,7 @@ def junit_xml(report: CheckReport) -> str:
         properties = ET.SubElement(suite, "properties")
         ET.SubElement(properties, "property", name="impl", value=xml_safe(report.impl))
         ET.SubElement(properties, "property", name="seed", value=str(report.seed))
+        ET.SubElement(properties, "property", name="profile", value=report.profile.value)
         for result in results:
             _case(suite, report, result)
     ET.indent(root)

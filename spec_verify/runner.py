@@ -18,12 +18,21 @@ from __future__ import annotations
 import shlex
 import time
 import traceback
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from spec_verify.adapters import Implementation, load_implementation
+from spec_verify.adapters._implementations import apply_capabilities, check_capabilities
 from spec_verify.errors import ImplementationError, InvalidArgument, UnknownImplementation
+from spec_verify.profiles import (
+    Claim,
+    Profile,
+    claim_of,
+    not_applicable_reason,
+    parse_profile,
+    why_claim,
+)
 from spec_verify.results import CheckResult, ExitCode, Progress, Status
 from spec_verify.tiers import TIER_NAMES, TIERS, TierEntryPointError, TierSpec, resolve_entry_point
 
@@ -47,6 +56,8 @@ def repro_command(
     seed: int = 0,
     case_seed: int | None = None,
     quick: bool = False,
+    profile: str = "conformance",
+    capabilities: Mapping[str, bool] | None = None,
 ) -> str:
     """One shell command that reproduces a result."""
     words = ["spec-verify", "check"]
@@ -60,6 +71,10 @@ def repro_command(
         words += ["--case-seed", str(case_seed)]
     if quick:
         words.append("--quick")
+    if profile != "conformance":
+        words += ["--profile", profile]
+    for name, offered in sorted((capabilities or {}).items()):
+        words += ["--capability" if offered else "--no-capability", name]
     return shlex.join(words)
 
 
@@ -75,17 +90,40 @@ class CheckReport:
     quick: bool = False
     tier_seconds: dict[str, float] = field(default_factory=dict)
     allow_not_provable: bool = False
+    profile: Profile = Profile.CONFORMANCE
+    capabilities: tuple[str, ...] = ()
 
     def blocks(self, result: CheckResult) -> bool:
         """The one verdict rule: whether ``result`` keeps this run from passing.
 
-        FAILED and ERROR block; NOT_PROVABLE blocks unless ``allow_not_provable`` (the exact
-        tier proved nothing there); PASSED and SKIPPED (a capability the implementation does not
-        offer) do not. The summary, the exit code, JSON and JUnit all read this.
+        FAILED and ERROR block; NOT_APPLICABLE, PASSED and SKIPPED (a capability the
+        implementation does not offer) do not. NOT_PROVABLE blocks under the conformance
+        profile unless ``allow_not_provable`` (the exact tier proved nothing there); under the
+        lossless profile it does not (the statistical tier's evidence decides, and the report
+        shows it). Under the lossless profile an efficiency check (``profiles.Claim``) never
+        blocks. The summary, the exit code, JSON and JUnit all read this.
         """
+        if result.status is Status.NOT_APPLICABLE:
+            return False
+        lossless = self.profile is Profile.LOSSLESS
+        if lossless and claim_of(result.tier, result.name) is Claim.EFFICIENCY:
+            return False
         if result.status is Status.NOT_PROVABLE:
-            return not self.allow_not_provable
+            return not (self.allow_not_provable or lossless)
         return not result.status.ok
+
+    def law_checks_passed(self) -> bool:
+        """Whether the run fails only on conformance (and efficiency) checks, every law check
+        having passed: then the implementation may be lossless but not a port of the contract's
+        mechanics, and ``--profile lossless`` asks the question it answers."""
+        failing = self.failures()
+        if self.profile is not Profile.CONFORMANCE:
+            return False
+        return bool(failing) and all(
+            claim_of(r.tier, r.name) is not Claim.LAW and r.status is not Status.ERROR
+            for r in failing
+        ) and any(r.status is Status.PASSED and claim_of(r.tier, r.name) is Claim.LAW
+                  for r in self.results)
 
     @property
     def passed(self) -> bool:
@@ -107,17 +145,60 @@ class CheckReport:
         """The checks that keep the run from passing (``blocks``), in run order."""
         return [r for r in self.results if self.blocks(r)]
 
+    def evidence(self) -> dict[str, Any]:
+        """What the run established, by kind: proven exactly, tested statistically (at which
+        alpha and power), not applicable (and why), and the efficiency checks, reported apart."""
+        proven = [f"{r.tier}/{r.name}" for r in self.results
+                  if r.tier == "exact" and r.status is Status.PASSED]
+        tested = [
+            {
+                "check": f"{r.tier}/{r.name}",
+                "status": r.status.value,
+                "alpha": r.alpha,
+                "power": r.details.get("power"),
+                "delta": r.details.get("delta"),
+                "n": r.n,
+            }
+            for r in self.results
+            if r.tier == "statistical" and r.status in (Status.PASSED, Status.FAILED)
+            and claim_of(r.tier, r.name) is Claim.LAW
+        ]
+        not_applicable = {f"{r.tier}/{r.name}": r.message for r in self.results
+                          if r.status is Status.NOT_APPLICABLE}
+        efficiency = [
+            {
+                "check": f"{r.tier}/{r.name}",
+                "status": r.status.value,
+                "why": why_claim(r.tier, r.name),
+            }
+            for r in self.results
+            if claim_of(r.tier, r.name) is Claim.EFFICIENCY
+        ]
+        not_provable = [f"{r.tier}/{r.name}" for r in self.results
+                        if r.status is Status.NOT_PROVABLE]
+        return {
+            "proven_exactly": proven,
+            "tested_statistically": tested,
+            "not_applicable": not_applicable,
+            "not_provable": not_provable,
+            "efficiency": efficiency,
+        }
+
     def to_json(self) -> dict[str, Any]:
         return {
             "impl": self.impl,
             "seed": self.seed,
             "quick": self.quick,
             "allow_not_provable": self.allow_not_provable,
+            "profile": self.profile.value,
+            "capabilities": list(self.capabilities),
             "tiers": list(self.tiers),
             "passed": self.passed,
             "exit_code": int(self.exit_code),
             "counts": self.counts(),
             "blocking": [f"{r.tier}/{r.name}" for r in self.failures()],
+            "evidence": self.evidence(),
+            "only_conformance_failed": self.law_checks_passed(),
             "seconds": self.seconds,
             "tier_seconds": self.tier_seconds,
             "results": [r.to_json() for r in self.results],
@@ -145,6 +226,8 @@ def run_checks(
     progress: Progress | None = None,
     family_alpha: float = 1e-6,
     allow_not_provable: bool = False,
+    profile: Profile | str = Profile.CONFORMANCE,
+    capabilities: Mapping[str, bool] | None = None,
 ) -> CheckReport:
     """Run the gate on ``impl`` (a spec string or a loaded implementation).
 
@@ -157,11 +240,18 @@ def run_checks(
         progress: called with short status lines while the run goes.
         allow_not_provable: let "not provable" exact checks pass the run (by default they fail
             it: the exact tier proved nothing there).
+        profile: ``conformance`` (the default: the whole gate for ports of the contract) or
+            ``lossless`` (only claims about the output law; see ``spec_verify.profiles``).
+        capabilities: overrides of what the implementation declares or the adapter detected,
+            ``{name: offered}`` over ``CAPABILITIES`` (the CLI's ``--capability`` and
+            ``--no-capability``).
 
     Returns:
         A ``CheckReport``; ``report.passed`` is the verdict.
     """
     started = time.perf_counter()
+    profile = parse_profile(profile)
+    overrides = check_capabilities(capabilities or {}, "capabilities")
     wanted = tuple(tiers) if tiers else TIER_NAMES
     unknown = [t for t in wanted if t not in TIER_NAMES]
     if unknown:
@@ -181,6 +271,7 @@ def run_checks(
                 (_load_failure(impl, exc, seed),),
                 time.perf_counter() - started,
                 quick,
+                profile=profile,
             )
     elif isinstance(impl, Implementation):
         loaded = impl
@@ -194,7 +285,9 @@ def run_checks(
     name = loaded.name
     if timeout is not None:
         loaded.timeout = timeout
-    capabilities = loaded.capabilities
+    if overrides:
+        loaded.capabilities = apply_capabilities(loaded.capabilities, overrides)
+    offered = loaded.capabilities
     options: dict[str, Any] = {
         "seed": seed,
         "quick": quick,
@@ -222,7 +315,11 @@ def run_checks(
                     )
                 )
                 continue
-            if not capabilities & spec.needs_any:
+            reason = not_applicable_reason(spec.name, "*", profile, offered)
+            if reason is not None:
+                results.append(CheckResult(spec.name, "all", Status.NOT_APPLICABLE, reason))
+                continue
+            if not offered & spec.needs_any:
                 results.append(
                     CheckResult(
                         spec.name,
@@ -237,10 +334,17 @@ def run_checks(
             tier_results = _run_tier(spec, loaded, options)
             for found in tier_results:
                 result = found
+                reason = not_applicable_reason(result.tier, result.name, profile, offered)
+                if reason is not None:  # not asked of this implementation: whatever it did
+                    result = replace(result, status=Status.NOT_APPLICABLE, message=reason)
                 unproven = result.status is Status.NOT_PROVABLE
                 if (not result.status.ok or unproven) and not result.repro:
                     result = replace(
-                        result, repro=repro_command(name, [result.tier], seed=seed, quick=quick)
+                        result,
+                        repro=repro_command(
+                            name, [result.tier], seed=seed, quick=quick, profile=profile.value,
+                            capabilities=overrides,
+                        ),
                     )
                 results.append(result)
                 if (result.tier, result.name) == _GATE and not result.status.ok:
@@ -258,6 +362,8 @@ def run_checks(
         quick,
         tier_seconds,
         allow_not_provable,
+        profile,
+        tuple(sorted(offered)),
     )
 
 

@@ -38,7 +38,10 @@ REPORT = CheckReport(
 def test_summary_and_failures():
     table = format_summary(REPORT)
     assert "contract  calls" in table
-    assert "FAILED (1 passed, 1 failed, 1 errors, 1 skipped, 0 not provable)" in table
+    assert "FAILED (1 passed, 1 failed, 1 errors, 1 skipped, 0 not provable, 0 not " \
+        "applicable) in 1.5 s, seed 3, profile conformance" in table
+    assert "profile: conformance" in table
+    assert "--profile lossless" not in table  # a crash is no sign of a lossless sampler
     failures = format_failures(REPORT)
     assert "FAIL parity/verify_draft: 2 of 10 cases differ\nshrunk: V=2" in failures
     assert "reproduce: spec-verify check --impl ffi:/tmp/lib.so --tier parity --case-seed 4" in (

@@ -14,7 +14,8 @@ from spec_verify.runner import TIERS, CheckReport, repro_command, run_checks
 
 def test_tiers_are_in_the_documented_order():
     assert [t.name for t in TIERS] == [
-        "contract", "greedy", "exact", "parity", "properties", "statistical", "generation",
+        "contract", "greedy", "exact", "edges", "parity", "properties", "statistical",
+        "generation",
     ]  # fmt: skip
 
 

@@ -230,7 +230,8 @@ class FfiImplementation(Implementation):
         self.name = f"ffi:{self.path}"
         self.timeout = timeout
         self.capabilities = frozenset(
-            {"verify_draft", "injected_uniforms", "sampling_distribution", "prompt_lookup", "pcg32"}
+            {"verify_draft", "injected_uniforms", "greedy", "sampling_distribution",
+             "prompt_lookup", "pcg32"}
         )
         self.last_uniforms_drawn: int | None = None
         self.abi_version = 0

@@ -11,7 +11,7 @@ from __future__ import annotations
 import abc
 import importlib
 import operator
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
 from types import ModuleType
 from typing import Any, Protocol, TypeVar, runtime_checkable
@@ -20,24 +20,33 @@ import numpy as np
 from numpy.typing import NDArray
 
 from spec_verify.adapters._guard import guarded_call
-from spec_verify.errors import ImplementationError, UnknownImplementation
+from spec_verify.errors import ImplementationError, InvalidArgument, UnknownImplementation
 
 T = TypeVar("T")
 
 __all__ = [
     "CAPABILITIES",
+    "DECLARATION",
     "BatchedImplementation",
     "Implementation",
     "PythonImplementation",
     "TreeImplementation",
+    "apply_capabilities",
+    "check_capabilities",
     "check_tree_result",
     "load_implementation",
 ]
 
-# What an implementation may offer; tiers skip what is missing.
+# What an implementation may offer; tiers skip what is missing, and a check that needs what an
+# implementation declares it does not do is NOT_APPLICABLE (spec_verify.profiles). Declared by a
+# python: module as SPEC_VERIFY_CAPABILITIES = {name: bool} and overridden on the command line
+# (--capability NAME, --no-capability NAME); see docs/profiles.md.
 CAPABILITIES = (
     "verify_draft",  # verify_draft(target_logits, draft_ids, draft_probs, p, history, rng, prompt)
-    "injected_uniforms",  # verify_draft takes any uniform source (the exact tier needs it)
+    "injected_uniforms",  # every decision comes from the uniform source passed in (False: own
+    # randomness; the exact tier, parity and the edge-uniform check then do not apply)
+    "greedy",  # temperature 0 is a greedy path (False: sampled-only; greedy checks do not apply)
+    "float32",  # declares float32 arithmetic: the exact tier may be not provable (informational)
     "sampling_distribution",
     "prompt_lookup",  # PromptLookupDraft(max_ngram, min_ngram).propose(ctx, k, None)
     "pcg32",  # request_rng(seed).random()
@@ -46,11 +55,44 @@ CAPABILITIES = (
     #                 rng, prompt, rule) with an injected uniform source (CONTRACT.md section 6)
 )
 
+DECLARATION = "SPEC_VERIFY_CAPABILITIES"
+
+
+def check_capabilities(declared: Any, argument: str = DECLARATION) -> dict[str, bool]:
+    """A capability declaration ``{name: offered}`` checked against ``CAPABILITIES``.
+
+    Raises:
+        InvalidArgument: not a mapping of known names to booleans.
+    """
+    if not isinstance(declared, Mapping):
+        raise InvalidArgument(
+            argument, declared, "must be a mapping {capability: bool}",
+            f"e.g. {{'injected_uniforms': False}}; capabilities: {', '.join(CAPABILITIES)}",
+        )
+    unknown = sorted(str(k) for k in declared if k not in CAPABILITIES)
+    if unknown:
+        raise InvalidArgument(
+            argument, unknown, "unknown capability", f"choose from {', '.join(CAPABILITIES)}"
+        )
+    bad = {k: v for k, v in declared.items() if not isinstance(v, bool)}
+    if bad:
+        raise InvalidArgument(argument, bad, "each capability maps to True or False")
+    return dict(declared)
+
+
+def apply_capabilities(detected: frozenset[str], declared: Mapping[str, bool]) -> frozenset[str]:
+    """``detected`` with what ``declared`` adds (True) or removes (False)."""
+    return frozenset(
+        {c for c in detected if declared.get(c, True)} | {c for c, on in declared.items() if on}
+    )
+
+
 # scheme -> "module:function" of the adapter that loads it (imported lazily).
 _LOADERS = {
     "python": "spec_verify.adapters._implementations:load_python",
     "ffi": "spec_verify.adapters._ffi_adapter:load_ffi",
     "mutant": "spec_verify.mutants._load:load_mutant",
+    "transformers": "spec_verify.adapters._transformers:load_transformers",
 }
 
 
@@ -239,6 +281,7 @@ class PythonImplementation(Implementation):
         offered = {
             "verify_draft": hasattr(module, "verify_draft"),
             "injected_uniforms": hasattr(module, "verify_draft"),
+            "greedy": hasattr(module, "verify_draft"),
             "sampling_distribution": hasattr(module, "sampling_distribution"),
             "prompt_lookup": hasattr(module, "PromptLookupDraft"),
             "pcg32": hasattr(module, "request_rng"),
@@ -247,7 +290,10 @@ class PythonImplementation(Implementation):
             ),
             "verify_tree": hasattr(module, "verify_tree"),
         }
-        self.capabilities = frozenset(k for k, v in offered.items() if v)
+        declared = check_capabilities(getattr(module, DECLARATION, {}), f"{name}: {DECLARATION}")
+        self.capabilities = apply_capabilities(
+            frozenset(k for k, v in offered.items() if v), declared
+        )
 
     def params(self, **fields: Any) -> Any:
         """The module's own ``SamplingParams`` (tiers build parameters through this), or the
@@ -455,7 +501,10 @@ def load_python(spec: str, module_name: str) -> PythonImplementation:
             f"module {module_name!r} has no verify_draft",
             "expose the contract names of seed section 4",
         )
-    return PythonImplementation(spec, module)
+    try:
+        return PythonImplementation(spec, module)
+    except InvalidArgument as exc:  # its SPEC_VERIFY_CAPABILITIES is malformed
+        raise UnknownImplementation("impl", spec, str(exc), exc.fix) from exc
 
 
 def load_implementation(spec: str) -> Implementation:
@@ -474,12 +523,14 @@ def load_implementation(spec: str) -> Implementation:
     if spec == "reference":
         return load_python(spec, "spec_verify.reference")
     scheme, sep, rest = spec.partition(":")
+    if spec == "transformers":
+        sep = ":"  # the bare name: transformers' sampler with torch's own generator
     if not sep or scheme not in _LOADERS:
         raise UnknownImplementation(
             "impl",
             spec,
             f"unknown scheme {scheme!r}",
-            "use reference, python:pkg.mod, ffi:path/to/lib.so or mutant:sNN",
+            "use reference, python:pkg.mod, ffi:path/to/lib.so, mutant:sNN or transformers",
         )
     module_name, _, function = _LOADERS[scheme].partition(":")
     try:

@@ -49,9 +49,15 @@ TIERS: tuple[TierSpec, ...] = (
     ),
     TierSpec(
         "exact",
-        frozenset({"injected_uniforms"}),
+        frozenset({"verify_draft"}),  # without injected uniforms: NOT_APPLICABLE, said why
         "spec_verify.tiers.exact:run_exact_tier",
         "the output distribution equals the target as Fractions",
+    ),
+    TierSpec(
+        "edges",
+        frozenset({"verify_draft"}),  # without injected uniforms: NOT_APPLICABLE, said why
+        "spec_verify.tiers.edges:run_edge_tier",
+        "no zero-probability token at the edge uniforms 0.0, 2^-53, 2^-24, 1-2^-24, 1-2^-53",
     ),
     TierSpec(
         "parity",

@@ -289,9 +289,10 @@ def _check_calls(impl: Implementation, capabilities: frozenset[str], start: floa
         return run
 
     if "verify_draft" in capabilities:
-        probes.append(("verify_draft (greedy)", probe_verify(greedy_case)))
-        if "injected_uniforms" in capabilities:
-            probes.append(("verify_draft (sampled)", probe_verify(sampled_case)))
+        if "greedy" in capabilities:  # a sampled-only implementation has no greedy path
+            probes.append(("verify_draft (greedy)", probe_verify(greedy_case)))
+        # an implementation with its own randomness ignores the scripted source: still a call
+        probes.append(("verify_draft (sampled)", probe_verify(sampled_case)))
     if "sampling_distribution" in capabilities:
         probes.append(
             (
@@ -360,9 +361,7 @@ def _check_shapes(
     for case_seed in seeds:
         case = verify_case(case_seed)
         try:
-            if "verify_draft" in capabilities and (
-                case.greedy or "injected_uniforms" in capabilities
-            ):
+            if "verify_draft" in capabilities and ("greedy" in capabilities or not case.greedy):
                 source = ScriptedUniforms(case.uniforms, then=0.5)
                 result = impl.verify_draft(
                     case.target_logits,

@@ -6,11 +6,14 @@ from typing import Any
 
 import numpy as np
 
+from spec_verify import reference
 from spec_verify.reference import SamplingParams
 
 from ._scaffold import Row, residual, verify
 
-__all__ = ["SamplingParams", "verify_draft"]
+__all__ = ["SPEC_VERIFY_CAPABILITIES", "SamplingParams", "verify_draft"]
+
+SPEC_VERIFY_CAPABILITIES = {"float32": True}
 
 
 def _sample32(p: Row, u: float) -> int:
@@ -33,4 +36,7 @@ def _bonus(p: Row, rng: Any) -> int:
 
 def verify_draft(target_logits: Any, draft_ids: Any, draft_probs: Any, p: Any, history: Any,
                  rng: Any, prompt: Any = ()) -> tuple[list[int], int]:
+    if p.temperature == 0:  # greedy: the reference's argmax path, which draws nothing
+        return reference.verify_draft(target_logits, draft_ids, draft_probs, p, history, rng,
+                                      prompt)
     return verify(_step, _bonus, target_logits, draft_ids, draft_probs, p, history, prompt, rng)

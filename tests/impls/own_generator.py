@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from spec_verify import reference
 from spec_verify.reference import SamplingParams
 
 from ._scaffold import contract_bonus, contract_step, verify
@@ -18,6 +19,9 @@ __all__ = ["SamplingParams", "verify_draft"]
 
 def verify_draft(target_logits: Any, draft_ids: Any, draft_probs: Any, p: Any, history: Any,
                  rng: Any, prompt: Any = ()) -> tuple[list[int], int]:
+    if p.temperature == 0:  # greedy: the reference's path, which draws nothing
+        return reference.verify_draft(target_logits, draft_ids, draft_probs, p, history, rng,
+                                      prompt)
     own = np.random.default_rng(int(rng.random() * 2**53))
     return verify(contract_step, contract_bonus, target_logits, draft_ids, draft_probs, p,
                   history, prompt, own)
