@@ -47,7 +47,7 @@ class TransformersImplementation(Implementation):
         self.name = name
         self.injected = injected
         self.ensemble = ensemble
-        self._torch = torch
+        self._torch: Any = torch  # patched per call (rand_like, multinomial)
         self._speculative_sampling = utils._speculative_sampling
         self.capabilities = frozenset(
             {"verify_draft", "float32", *({"injected_uniforms"} if injected else set())}
