@@ -76,7 +76,7 @@ def run_exact_tier(
     implementation with ``verify_tree`` and all theorems asked, the per-fixed-tree check."""
     results = _run_chain_theorems(impl, seed=seed, cases=cases, theorems=theorems, quick=quick,
                                   progress=progress, **options)
-    if theorems is None and "injected_uniforms" in getattr(impl, "capabilities", ()):
+    if theorems is None and "injected_uniforms" in impl.capabilities:
         from spec_verify.tiers.tree import check_tree_exact
 
         tree = check_tree_exact(impl, seed=seed, quick=quick, progress=progress)
