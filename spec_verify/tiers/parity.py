@@ -664,7 +664,7 @@ def run_parity_tier(
         tree = check_tree_parity(impl, seed=seed, quick=quick, progress=progress)
         if tree is not None:  # implementations with verify_tree (CONTRACT.md section 6)
             results.append(tree)
-    if callable(getattr(impl, "batch", None)) and hasattr(impl, "verify_call"):
+    if isinstance(impl, BatchedImplementation):
         # the C ABI's one-step functions (sv_sample, sv_speculative_step), called directly
         steps = [case_seed] if case_seed is not None else case_seeds(seed, max(1, n // 20))
         results.extend(
