@@ -40,7 +40,7 @@ def thread_safety_calls(impl: Any, seed: int) -> list[tuple[str, dict[str, Any],
     calls: list[tuple[str, dict[str, Any], Any]] = []
     for _ in range(8):
         V = int(rng.integers(4096, 16_385))
-        fields = {
+        fields: dict[str, Any] = {
             "temperature": float(rng.uniform(0.5, 1.5)),
             "top_p": float(rng.uniform(0.5, 0.95)),
             "min_p": float(rng.choice([0.0, 0.01])),
