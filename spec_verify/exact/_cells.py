@@ -940,6 +940,31 @@ def enumerate_round(
         return Enumeration(rnd, "error", {}, (), 0, 0,
                            reason=f"{impl.name}: building its sampling parameters raised "
                            f"{type(exc).__name__}: {exc}")
+    status, reason, script, distribution = explore_with_restarts(explorer)
+    return Enumeration(
+        round=rnd,
+        status=status,
+        distribution=dict(sorted(distribution.items())),
+        leaves=tuple(explorer.leaves),
+        calls=explorer.calls,
+        boundaries=explorer.boundaries,
+        located=tuple(explorer.located),
+        notes=tuple(
+            text if count == 1 else f"{text} ({count} times)"
+            for text, count in explorer.notes.items()
+        ) + tuple(explorer.findings),
+        reason=reason,
+        script=script,
+        audit_calls=explorer.audit_calls,
+    )
+
+
+def explore_with_restarts(
+    explorer: Any,
+) -> tuple[EnumerationStatus, str, tuple[float, ...], dict[Emitted, Fraction]]:
+    """Explore from the root, restarting after each split cell (calls are cached), and sum the
+    leaves' weights per output: ``(status, reason, script, distribution)``. Shared by the chain
+    and tree explorers."""
     status: EnumerationStatus = "complete"
     reason = ""
     script: tuple[float, ...] = ()
@@ -958,19 +983,5 @@ def enumerate_round(
     distribution: dict[Emitted, Fraction] = defaultdict(Fraction)
     for leaf in explorer.leaves:
         distribution[leaf.emitted] += leaf.weight
-    return Enumeration(
-        round=rnd,
-        status=status,
-        distribution=dict(sorted(distribution.items())),
-        leaves=tuple(explorer.leaves),
-        calls=explorer.calls,
-        boundaries=explorer.boundaries,
-        located=tuple(explorer.located),
-        notes=tuple(
-            text if count == 1 else f"{text} ({count} times)"
-            for text, count in explorer.notes.items()
-        ) + tuple(explorer.findings),
-        reason=reason,
-        script=script,
-        audit_calls=explorer.audit_calls,
-    )
+    return status, reason, script, distribution
+

@@ -22,7 +22,6 @@ lossless too, without enumerating sibling draws at large V.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -45,8 +44,8 @@ from spec_verify.exact._cells import (
     _Abort,
     _cells_of,
     _Explorer,
-    _Restart,
     check_dist,
+    explore_with_restarts,
     format_fraction,
     logits_of,
     one_hot,
@@ -404,24 +403,7 @@ def enumerate_tree_round(
         return TreeEnumeration(rnd, "error", {}, (), 0, 0,
                                reason=f"{impl.name}: building its sampling parameters raised "
                                f"{type(exc).__name__}: {exc}")
-    status: EnumerationStatus = "complete"
-    reason = ""
-    script: tuple[float, ...] = ()
-    for _ in range(_MAX_RESTARTS):
-        explorer.leaves, explorer.located, explorer.boundaries = [], [], 0
-        explorer.notes = {}
-        try:
-            explorer.explore(())
-        except _Restart:
-            continue
-        except _Abort as stop:
-            status, reason, script = stop.status, stop.reason, stop.script
-        break
-    else:
-        status, reason = "not_provable", f"more than {_MAX_RESTARTS} restarts"
-    distribution: dict[Emitted, Fraction] = defaultdict(Fraction)
-    for leaf in explorer.leaves:
-        distribution[leaf.emitted] += leaf.weight
+    status, reason, script, distribution = explore_with_restarts(explorer)
     return TreeEnumeration(
         round=rnd, status=status, distribution=dict(sorted(distribution.items())),
         leaves=tuple(explorer.leaves), calls=explorer.calls, boundaries=explorer.boundaries,
