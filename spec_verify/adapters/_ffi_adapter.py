@@ -1,7 +1,8 @@
 """The ``ffi:path/to/lib.so`` adapter: a C-ABI library driven from a worker process.
 
-The library is loaded only in a worker (``spec_verify.adapters._ffi_worker``), never in the
-harness: a segfault, an abort, an ``exit()`` or a hang in it ends the worker, and the call raises
+The library is loaded only in a worker (``spec_verify.adapters._ffi_worker``, started by
+``_process.WorkerProcess`` and spoken to in ``_wire`` frames), never in the harness: a
+segfault, an abort, an ``exit()`` or a hang in it ends the worker, and the call raises
 ``ImplementationError`` saying what happened (signal, exit status, the time limit, the tail of
 its stderr). The next call starts a fresh worker; a function that hung once is not called again
 in the same run (each further hang would cost a full time limit).
@@ -20,29 +21,23 @@ stream): the parity tier pushes 10,000 cases through it in seconds.
 
 from __future__ import annotations
 
-import contextlib
 import copy
-import json
 import os
 import pathlib
 import random
-import signal
-import socket
-import subprocess
-import sys
-import tempfile
 import threading
-import time
 import weakref
 from collections.abc import Callable, Sequence
-from multiprocessing.connection import Connection
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from spec_verify.adapters._codec import decode_error, decode_value, encode_value
 from spec_verify.adapters._ffi import PARAM_FIELDS, params_struct
 from spec_verify.adapters._implementations import Implementation
+from spec_verify.adapters._process import WorkerProcess
+from spec_verify.adapters._wire import WireError, require
 from spec_verify.errors import ImplementationError, UnknownImplementation
 from spec_verify.reference.pcg32 import Pcg32
 from spec_verify.reference.sampling import SamplingParams
@@ -57,163 +52,33 @@ _START_TIMEOUT = 60.0  # a worker that is not ready by then is reported as hung 
 Call = tuple[str, dict[str, Any], Any]
 Outcome = tuple[str, Any, int]
 
+_QUIT = {"kind": "quit"}
 _COPYABLE_SOURCES = (Pcg32, random.Random, np.random.Generator)
 
 
-def _describe_exit(returncode: int | None) -> str:
-    if returncode is None:
-        return "stopped answering"
-    if returncode < 0:
-        signum = -returncode
-        try:
-            name = signal.Signals(signum).name
-        except ValueError:
-            name = f"signal {signum}"
-        what = {
-            "SIGSEGV": "a segmentation fault: the library touched memory it does not own",
-            "SIGBUS": "a bus error: a misaligned or unmapped access",
-            "SIGABRT": "an abort (abort(), a failed assert or a panic that aborts)",
-            "SIGFPE": "an arithmetic trap",
-            "SIGILL": "an illegal instruction",
-            "SIGKILL": "SIGKILL (out of memory, or killed from outside)",
-        }.get(name, name)
-        return f"crashed with {name} ({what})"
-    return f"exited with status {returncode} (the library ended the process)"
+def _encode_call(call: Call, arrays: dict[str, Any]) -> dict[str, Any]:
+    method, kwargs, source = call
+    return {
+        "method": method,
+        "kwargs": encode_value(kwargs, arrays),
+        "source": encode_value(source, arrays),
+    }
 
 
-# The worker imports spec_verify from where this process did. Started with ``-m``, its first
-# path entry would be the working directory, where a source checkout's ``spec_verify/`` (which
-# lacks the installed ``spec_verify.reference``) would shadow an installed package.
-_BOOTSTRAP = (
-    "import json, runpy, sys; sys.path[:] = json.loads(sys.argv[1]); sys.argv = sys.argv[1:]; "
-    "runpy.run_module('spec_verify.adapters._ffi_worker', run_name='__main__')"
-)
-
-
-class _Worker:
-    """One worker process and its socket; every wait is bounded."""
-
-    def __init__(self, impl: str, path: str) -> None:
-        self.impl = impl
-        self.path = path
-        parent_sock, child_sock = socket.socketpair()
-        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 -- lives as long as the worker
-        child_fd = child_sock.fileno()
-        try:
-            self.process = subprocess.Popen(
-                [sys.executable, "-c", _BOOTSTRAP, json.dumps(sys.path), str(child_fd), path],
-                pass_fds=(child_fd,),
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=self._stderr,
-                close_fds=True,
-            )
-        finally:
-            child_sock.close()
-        self.conn = Connection(parent_sock.detach())
-
-    def stderr_tail(self, limit: int = 600) -> str:
-        try:
-            self._stderr.seek(0)
-            text = self._stderr.read().decode("utf-8", "replace").strip()
-        except (OSError, ValueError):
-            return ""
-        return text[-limit:]
-
-    def kill(self) -> None:
-        with contextlib.suppress(OSError):
-            self.process.kill()
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.process.wait(timeout=5)
-        with contextlib.suppress(OSError):
-            self.conn.close()
-
-    def release(self) -> None:
-        """Close the stderr file (after its tail went into an error message)."""
-        with contextlib.suppress(OSError):
-            self._stderr.close()
-
-    def close(self) -> None:
-        with contextlib.suppress(OSError, ValueError):
-            self.conn.send(("quit",))
-        try:
-            self.process.wait(timeout=2)
-        except subprocess.TimeoutExpired:
-            self.kill()
-        with contextlib.suppress(OSError):
-            self.conn.close()
-        with contextlib.suppress(OSError):
-            self._stderr.close()
-
-    def died(self, call: str) -> ImplementationError:
-        """The worker is gone: say how, with its stderr."""
-        try:
-            returncode: int | None = self.process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            self.kill()
-            returncode = None
-        reason = f"{_describe_exit(returncode)} in the worker process"
-        tail = self.stderr_tail()
-        if tail:
-            reason += f"; its stderr ends with: {tail!r}"
-        return ImplementationError(self.impl, call, reason)
-
-    def exchange(
-        self,
-        message: Any,
-        call: str,
-        timeout: float,
-        rng: Any = None,
-        failures: Any = None,
-        while_waiting: Callable[[], None] | None = None,
-    ) -> Any:
-        """Send ``message`` and wait for its answer, serving uniform requests from ``rng``.
-
-        ``timeout`` bounds the library's time: time spent in ``rng.random()`` and in
-        ``while_waiting()`` (the caller's own work, overlapped with the worker's) is not
-        counted. Raises ImplementationError when the worker dies or runs out of time (it is
-        killed).
-        """
-        if message is not None:  # None: only wait (for the worker's greeting)
-            try:
-                self.conn.send(message)
-            except (OSError, ValueError) as exc:
-                raise self.died(call) from exc
-        deadline = time.monotonic() + timeout
-        if while_waiting is not None:
-            started = time.monotonic()
-            while_waiting()
-            deadline += time.monotonic() - started
-        while True:
-            remaining = deadline - time.monotonic()
-            try:
-                ready = remaining > 0 and self.conn.poll(remaining)
-                if not ready:
-                    self.kill()
-                    raise ImplementationError(
-                        self.impl,
-                        call,
-                        f"did not return within {timeout:g} s (a hang or an endless loop); "
-                        "the worker was killed",
-                    )
-                reply = self.conn.recv()
-            except (EOFError, OSError) as exc:
-                raise self.died(call) from exc
-            if reply[0] != "uniform":
-                return reply
-            started = time.monotonic()
-            try:
-                value = float(rng.random())
-            except BaseException as exc:
-                failures.append(exc)
-                answer: tuple[Any, ...] = ("u_fail",)
-            else:
-                answer = ("u", value)
-            deadline += time.monotonic() - started
-            try:
-                self.conn.send(answer)
-            except (OSError, ValueError) as exc:
-                raise self.died(call) from exc
+def _decode_outcome(impl: str, data: Any, arrays: dict[str, Any]) -> Outcome:
+    """One outcome frame entry as ``(kind, value, drawn)``; anything else is the worker's
+    protocol breach (``WireError``)."""
+    if not isinstance(data, dict):
+        raise WireError("an outcome is not a dict")
+    kind = require(data, "outcome", str)
+    drawn = require(data, "drawn", int)
+    if kind == "ok":
+        return ("ok", decode_value(data.get("value"), arrays), drawn)
+    if kind == "err":
+        return ("err", decode_error(data.get("value")), drawn)
+    if kind == "remote_failed":
+        return ("err", "remote_failed", drawn)
+    raise WireError(f"an outcome of kind {kind!r:.40}")
 
 
 class FfiImplementation(Implementation):
@@ -235,7 +100,7 @@ class FfiImplementation(Implementation):
         )
         self.last_uniforms_drawn: int | None = None
         self.abi_version = 0
-        self._worker: _Worker | None = None
+        self._worker: WorkerProcess | None = None
         self._hung: dict[str, str] = {}
         self._lock = threading.RLock()
         self._finalizer = weakref.finalize(self, _close_worker, [None])
@@ -248,40 +113,45 @@ class FfiImplementation(Implementation):
         with self._lock:
             if self._worker is not None:
                 return
-            worker = _Worker(self.name, self.path)
+            worker = WorkerProcess(self.name, "spec_verify.adapters._ffi_worker", [self.path])
             try:
-                reply = worker.exchange(None, "load", _START_TIMEOUT)
-            except ImplementationError:
+                reply, _ = worker.exchange(None, None, "load", _START_TIMEOUT)
+                kind = reply.get("kind")
+                if kind == "load_error":
+                    error = decode_error(reply.get("error"))
+                    worker.close()
+                    raise error
+                if kind != "ready":
+                    raise WireError(f"the greeting is {kind!r:.40}, not 'ready'")
+                self.abi_version = require(reply, "abi_version", int)
+            except WireError as exc:
                 worker.kill()
-                worker.release()
+                raise ImplementationError(
+                    self.name, "load", f"broke the worker protocol ({exc})"
+                ) from None
+            except BaseException:
+                worker.kill()
                 raise
-            if reply[0] == "load_error":
-                worker.close()
-                raise reply[1]
-            if reply[0] != "ready":
-                worker.kill()
-                worker.release()
-                raise ImplementationError(self.name, "load", f"unexpected answer {reply[0]!r}")
-            self.abi_version = int(reply[1]["abi_version"])
             self._worker = worker
             self._finalizer.detach()
             self._finalizer = weakref.finalize(self, _close_worker, [worker])
 
     def close(self) -> None:
-        """Stop the worker (a later call starts a new one)."""
+        """Stop the worker and every process it started (a later call starts a new one)."""
         with self._lock:
             if self._worker is not None:
-                self._worker.close()
+                self._worker.close(_QUIT)
                 self._worker = None
 
     def _request(
         self,
         call: str,
-        message: Any,
+        header: dict[str, Any],
+        arrays: dict[str, Any],
         timeout: float,
         rng: Any = None,
         while_waiting: Callable[[], None] | None = None,
-    ) -> Any:
+    ) -> tuple[dict[str, Any], dict[str, Any], list[BaseException]]:
         if call in self._hung:
             raise ImplementationError(
                 self.name,
@@ -294,34 +164,64 @@ class FfiImplementation(Implementation):
             worker = self._worker
             assert worker is not None
             failures: list[BaseException] = []
+
+            def serve(
+                request: dict[str, Any], _arrays: dict[str, Any]
+            ) -> tuple[dict[str, Any], dict[str, Any]]:
+                if request.get("what") != "uniform" or rng is None:
+                    raise WireError(f"an unexpected callback {request!r:.80}")
+                try:
+                    value = float(rng.random())
+                except BaseException as exc:
+                    failures.append(exc)
+                    return {"kind": "u_fail"}, {}
+                return {"kind": "u", "value": value}, {}
+
             try:
-                reply = worker.exchange(message, call, timeout, rng, failures, while_waiting)
+                reply, reply_arrays = worker.exchange(
+                    header, arrays, call, timeout, serve, while_waiting
+                )
             except ImplementationError as exc:
                 self._worker = None
                 worker.kill()
-                worker.release()
                 if "did not return within" in exc.reason:
                     self._hung[call] = exc.reason
                 raise
-            if failures and reply[0] == "done" and reply[1][1] == "remote_failed":
-                reply = ("raised", failures[0], reply[1][2])
-            return reply
+            return reply, reply_arrays, failures
+
+    def _protocol_error(self, call: str, exc: WireError) -> ImplementationError:
+        with self._lock:
+            if self._worker is not None:
+                self._worker.kill()
+                self._worker = None
+        return ImplementationError(
+            self.name, call, f"broke the worker protocol ({exc}); the worker was killed"
+        )
 
     def _call(
         self, method: str, kwargs: dict[str, Any], source: Any = None, rng: Any = None
     ) -> Any:
-        reply = self._request(method, ("call", method, kwargs, source), self.timeout, rng)
-        if reply[0] == "raised":  # the caller's uniform source raised: as a Python impl would
-            self.last_uniforms_drawn = reply[2]
-            exc = reply[1]
-            if isinstance(exc, ValueError):
-                raise exc
-            raise ImplementationError(
-                self.name, method, f"raised {type(exc).__name__}: {exc}"
-            ) from exc
-        outcome, value, drawn = reply[1]
+        arrays: dict[str, Any] = {}
+        header = {"kind": "call", "call": _encode_call((method, kwargs, source), arrays)}
+        reply, reply_arrays, failures = self._request(method, header, arrays, self.timeout, rng)
+        try:
+            if reply.get("kind") != "done":
+                raise WireError(f"the answer to a call is {reply.get('kind')!r:.40}")
+            outcome, value, drawn = _decode_outcome(self.name, reply, reply_arrays)
+        except WireError as exc:
+            raise self._protocol_error(method, exc) from None
         if method == "verify_draft":
             self.last_uniforms_drawn = drawn
+        if outcome == "err" and value == "remote_failed":
+            # the caller's uniform source raised: as a Python implementation would
+            if not failures:
+                raise self._protocol_error(method, WireError("a uniform failure never asked for"))
+            failure = failures[0]
+            if isinstance(failure, ValueError):
+                raise failure
+            raise ImplementationError(
+                self.name, method, f"raised {type(failure).__name__}: {failure}"
+            ) from failure
         if outcome == "err":
             raise value
         return value
@@ -340,14 +240,26 @@ class FfiImplementation(Implementation):
         order): the thread-safety check.
 
         Raises:
-            ImplementationError: the worker crashed or hung during the batch (which call is
-                unknown: run them one by one to find it).
+            ImplementationError: the worker crashed, hung or broke the protocol during the
+                batch (which call is unknown: run them one by one to find it).
         """
         timeout = self.timeout + _BATCH_SECONDS_PER_CALL * len(calls)
-        message = ("batch", list(calls)) if threads == 1 else ("batch", list(calls), threads)
-        reply = self._request("batch", message, timeout, None, while_waiting)
-        outcomes: list[Outcome] = reply[1]
-        return outcomes
+        arrays: dict[str, Any] = {}
+        header: dict[str, Any] = {"kind": "batch", "calls": [_encode_call(c, arrays) for c in calls]}
+        if threads != 1:
+            header["threads"] = threads
+        reply, reply_arrays, _ = self._request(
+            "batch", header, arrays, timeout, None, while_waiting
+        )
+        try:
+            entries = reply.get("outcomes")
+            if reply.get("kind") != "batch_done" or not isinstance(entries, list):
+                raise WireError(f"the answer to a batch is {reply.get('kind')!r:.40}")
+            if len(entries) != len(calls):
+                raise WireError(f"{len(entries)} outcomes for {len(calls)} calls")
+            return [_decode_outcome(self.name, e, reply_arrays) for e in entries]
+        except WireError as exc:
+            raise self._protocol_error("batch", exc) from None
 
     # ---- the contract ---------------------------------------------------------------------
 
@@ -451,10 +363,10 @@ class FfiImplementation(Implementation):
         return f"FfiImplementation({self.path!r})"
 
 
-def _close_worker(holder: list[_Worker | None]) -> None:
+def _close_worker(holder: list[WorkerProcess | None]) -> None:
     for worker in holder:
         if worker is not None:
-            worker.close()
+            worker.close(_QUIT)
 
 
 def load_ffi(spec: str, path: str) -> FfiImplementation:

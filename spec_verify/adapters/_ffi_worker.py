@@ -1,43 +1,48 @@
-"""The FFI worker process: loads one C-ABI library and serves calls over a socket.
+"""The FFI worker process: loads one C-ABI library and serves calls over the data-only wire.
 
-Run as ``python -m spec_verify.adapters._ffi_worker FD PATH`` by ``_ffi_adapter``; ``FD`` is its
-end of
-a socket pair carrying pickled messages (``multiprocessing.connection.Connection``). If the
-library segfaults, aborts or hangs, only this process dies (or is killed), and the parent turns
-that into an ``ImplementationError``.
+Run by ``_ffi_adapter`` through ``_process.WorkerProcess`` as ``python -m
+spec_verify.adapters._ffi_worker FD PATH``; ``FD`` is its end of a socket pair carrying
+``_wire`` frames (JSON headers of the schema below, arrays as raw bytes; never pickle). If the
+library segfaults, aborts or hangs, only this process dies (or is killed with every process it
+started), and the parent turns that into an ``ImplementationError``.
 
-Messages from the parent: ``("call", method, kwargs, source)``, ``("batch", [(method, kwargs,
-source), ...])``, ``("quit",)``. A ``source`` says where ``verify_draft``'s uniforms come from:
-``("remote",)`` asks the parent for each one (``("uniform",)`` → ``("u", value)`` or
-``("u_fail",)``), so any uniform source works across the boundary in the contract's draw
-order; ``("list", uniforms)`` reads a scripted list (drawing past it is reported);
-``("seed", s)`` is the library's own ``request_rng(s)``; ``("forbid",)`` fails any draw (a
-draw at temperature 0), and ``("missing",)`` reports the missing uniform source at the first
-draw (so the library's own validation comes first, in the reference's order).
-``("batch", calls, threads)`` runs the calls on ``threads`` threads at once (2 to
-``MAX_THREADS``), released together by a barrier (ctypes drops the GIL during a foreign call,
-so the library runs in parallel); the outcomes still come back in call order: the
-thread-safety check.
-Each answer is ``(outcome, value, n_drawn)`` with outcome ``"ok"`` or ``"err"`` (value is then
-the exception).
+Frames from the parent: ``{"kind": "call", "call": CALL}``, ``{"kind": "batch", "calls":
+[CALL, ...]}``, ``{"kind": "quit"}``; a CALL is ``{"method", "kwargs", "source"}`` with the
+arguments as ``_codec`` values. A ``source`` says where ``verify_draft``'s uniforms come from:
+``["remote"]`` asks the parent for each one (a ``{"kind": "callback", "what": "uniform"}``
+frame, answered ``{"kind": "u", "value": x}`` or ``{"kind": "u_fail"}``), so any uniform
+source works across the boundary in the contract's draw order; ``["list", uniforms]`` reads a
+scripted list (drawing past it is reported); ``["seed", s]`` is the library's own
+``request_rng(s)``; ``["forbid"]`` fails any draw (a draw at temperature 0), and
+``["missing"]`` reports the missing uniform source at the first draw (so the library's own
+validation comes first, in the reference's order). A batch may carry ``"threads": n`` (2 to
+``MAX_THREADS``): its calls then run on ``n`` threads released together by a barrier (ctypes
+drops the GIL during a foreign call, so the library runs in parallel), the outcomes still in
+call order: the thread-safety check. Each answer is an OUTCOME ``{"outcome":
+"ok" | "err", "value": value or error, "drawn": n}``; the greeting is ``{"kind": "ready",
+"abi_version", "pid"}`` or ``{"kind": "load_error", "error"}``.
 """
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import os
-import resource
-import signal
+import socket
 import sys
 import threading
 from collections.abc import Callable
-from multiprocessing.connection import Connection
 from typing import Any
 
 import numpy as np
 
+from spec_verify.adapters._codec import (
+    NotData,
+    decode_value,
+    encode_error,
+    encode_value,
+)
 from spec_verify.adapters._ffi import PARAM_FIELDS, CallbackFailed, Library, SvSamplingParams
+from spec_verify.adapters._process import harden_worker
+from spec_verify.adapters._wire import WireError, recv_message, require, send_message
 from spec_verify.errors import ImplementationError, UnknownImplementation
 from spec_verify.reference.errors import InvalidParams
 
@@ -73,8 +78,10 @@ def _params(values: Any) -> SvSamplingParams:
 
 
 def _uniform_source(
-    source: tuple[Any, ...], conn: Connection | None, counter: list[int]
+    source: Any, sock: socket.socket | None, counter: list[int]
 ) -> tuple[Callable[[], float] | None, int]:
+    if not (isinstance(source, (list, tuple)) and source and isinstance(source[0], str)):
+        raise WireError(f"not a uniform source: {source!r:.80}")
     kind = source[0]
     if kind == "seed":
         return None, int(source[1])
@@ -89,15 +96,15 @@ def _uniform_source(
             return float(script[counter[0] - 1])
 
         return scripted, 0
-    if kind == "remote" and conn is not None:
+    if kind == "remote" and sock is not None:
 
         def remote() -> float:
             counter[0] += 1
-            conn.send(("uniform",))
-            reply = conn.recv()
-            if reply[0] != "u":
+            send_message(sock, {"kind": "callback", "what": "uniform"})
+            reply, _ = recv_message(sock, None)
+            if reply.get("kind") != "u":
                 raise RemoteFailed
-            return float(reply[1])
+            return require(reply, "value", float)  # type: ignore[no-any-return]
 
         return remote, 0
 
@@ -109,14 +116,14 @@ def _uniform_source(
 
 
 def run_call(
-    lib: Library, method: str, kwargs: dict[str, Any], source: Any, conn: Connection | None
+    lib: Library, method: str, kwargs: dict[str, Any], source: Any, sock: socket.socket | None
 ) -> Outcome:
     """One library call; every failure comes back as a value, never as a raise."""
     counter = [0]
     impl = f"ffi:{lib.path}"
     try:
         if method == "verify_draft":
-            uniform, seed = _uniform_source(source or ("forbid",), conn, counter)
+            uniform, seed = _uniform_source(source or ("forbid",), sock, counter)
             value: Any = lib.verify_draft(
                 kwargs["target_logits"],
                 kwargs["draft_ids"],
@@ -171,6 +178,8 @@ def run_call(
         return ("err", ImplementationError(impl, method, reason), counter[0])
     except (ValueError, ImplementationError) as exc:
         return ("err", exc, counter[0])
+    except WireError:
+        raise  # the parent broke the protocol: this worker ends
     except Exception as exc:  # a harness bug must not look like a crash of the library
         error = ImplementationError(
             impl, method, f"failed in the adapter's worker: {type(exc).__name__}: {exc}"
@@ -203,50 +212,69 @@ def run_batch(
     return [outcome if outcome is not None else ("err", lost, 0) for outcome in results]
 
 
-def _harden() -> None:
-    """No core dumps from a crashing library; die with the parent (Linux) so a hung library
-    never outlives the harness."""
-    with contextlib.suppress(ValueError, OSError):
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    if sys.platform.startswith("linux"):
-        try:
-            libc = ctypes.CDLL(None)
-            pr_set_pdeathsig = 1
-            libc.prctl(pr_set_pdeathsig, signal.SIGKILL)
-        except (OSError, AttributeError):
-            pass
+def _encode_outcome(outcome: Outcome, arrays: dict[str, Any]) -> dict[str, Any]:
+    kind, value, drawn = outcome
+    if kind == "err" and value == "remote_failed":
+        return {"outcome": "remote_failed", "value": None, "drawn": drawn}
+    if kind == "err":
+        if isinstance(value, BaseException):
+            return {"outcome": "err", "value": encode_error(value), "drawn": drawn}
+        value = ImplementationError("ffi", "worker", f"failed: {value!r}")
+        return {"outcome": "err", "value": encode_error(value), "drawn": drawn}
+    try:
+        return {"outcome": "ok", "value": encode_value(value, arrays), "drawn": drawn}
+    except NotData as exc:
+        error = ImplementationError("ffi", "worker", f"returned a value that is not data ({exc})")
+        return {"outcome": "err", "value": encode_error(error), "drawn": drawn}
+
+
+def _decode_call(call: Any, arrays: dict[str, Any]) -> tuple[str, dict[str, Any], Any]:
+    if not isinstance(call, dict):
+        raise WireError("a call is not a dict")
+    method = require(call, "method", str)
+    kwargs = decode_value(call.get("kwargs"), arrays)
+    if not isinstance(kwargs, dict):
+        raise WireError("a call's kwargs are not a dict")
+    source = decode_value(call.get("source"), arrays)
+    return method, kwargs, source
 
 
 def main(argv: list[str]) -> int:
     fd, path = int(argv[1]), argv[2]
-    _harden()
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides; Ctrl-C reaches it
-    conn = Connection(fd)
+    harden_worker()
+    sock = socket.socket(fileno=fd)
     try:
         lib = Library(path)
     except UnknownImplementation as exc:
-        conn.send(("load_error", exc))
+        send_message(sock, {"kind": "load_error", "error": encode_error(exc)})
         return 0
-    conn.send(("ready", {"abi_version": lib.abi_version, "pid": os.getpid()}))
+    send_message(sock, {"kind": "ready", "abi_version": lib.abi_version, "pid": os.getpid()})
     np.seterr(all="ignore")
     while True:
         try:
-            message = conn.recv()
-        except (EOFError, OSError):
-            return 0
-        kind = message[0]
+            message, arrays = recv_message(sock, None)
+        except WireError:
+            return 0  # the parent closed the stream (or broke the protocol): nothing to serve
+        kind = message.get("kind")
+        out_arrays: dict[str, Any] = {}
         if kind == "quit":
             return 0
         if kind == "call":
-            _, method, kwargs, source = message
-            conn.send(("done", run_call(lib, method, kwargs, source, conn)))
+            method, kwargs, source = _decode_call(message.get("call"), arrays)
+            outcome = _encode_outcome(run_call(lib, method, kwargs, source, sock), out_arrays)
+            send_message(sock, {"kind": "done", **outcome}, out_arrays)
         elif kind == "batch":
-            threads = message[2] if len(message) > 2 else 1
+            calls = message.get("calls")
+            if not isinstance(calls, list):
+                return 2
+            threads = message.get("threads", 1)
             if type(threads) is not int or not 1 <= threads <= MAX_THREADS:
-                threads = 1
-            conn.send(("batch_done", run_batch(lib, list(message[1]), threads)))
+                return 2
+            decoded = [_decode_call(call, arrays) for call in calls]
+            outcomes = [_encode_outcome(r, out_arrays) for r in run_batch(lib, decoded, threads)]
+            send_message(sock, {"kind": "batch_done", "outcomes": outcomes}, out_arrays)
         else:
-            conn.send(("done", ("err", ImplementationError(path, "worker", f"bad {kind}"), 0)))
+            return 2
 
 
 if __name__ == "__main__":

@@ -96,9 +96,9 @@ class Limits:
         max_depth: nesting depth of the JSON header.
     """
 
-    max_header: int = 4 << 20
+    max_header: int = 16 << 20
     max_body: int = 256 << 20
-    max_arrays: int = 64
+    max_arrays: int = 1 << 16
     max_ndim: int = 4
     max_depth: int = 32
 

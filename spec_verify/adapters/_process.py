@@ -1,0 +1,396 @@
+"""A worker process, seen from the harness: started in its own session, spoken to over the
+data-only wire (``_wire``), bounded in everything it can make the harness wait for or store,
+and killed with every process it started.
+
+Why each piece:
+
+- **Own session** (``start_new_session``): the worker and its children share a process group
+  the harness can kill at once, and a Ctrl-C in the terminal reaches the harness only.
+- **Child subreaper** (``PR_SET_CHILD_SUBREAPER``, Linux): the worker sets it on itself before
+  it loads the implementation, so a child that daemonises (fork, ``setsid()``, fork) is
+  re-parented to the worker, not to init, and is still found by walking ``/proc`` from the
+  worker's pid. ``kill_tree`` stops every descendant (SIGSTOP: nothing forks while it is
+  counted), then kills them; the harness of ``spec-verify check`` is a subreaper too
+  (``become_subreaper``), so what escapes a worker that exits on its own is re-parented to the
+  harness, which kills it when that worker is cleaned up (same session) or at the end of the
+  run (``reap_all_children``).
+- **Deadlines from outside**: every wait is ``recv_message`` against a monotonic deadline;
+  when it passes the tree is killed. Nothing relies on signals inside the implementation's
+  process.
+- **Bounded output**: the worker's stdout and stderr are pipes drained by one thread each into
+  a ring buffer (the last ``RING_BYTES``), quoted in failure messages; a flood costs CPU only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from spec_verify.adapters._wire import (
+    PeerClosed,
+    WireError,
+    WireTimeout,
+    recv_message,
+    send_message,
+)
+from spec_verify.errors import ImplementationError
+
+__all__ = [
+    "MEMORY_LIMIT",
+    "RING_BYTES",
+    "WorkerProcess",
+    "become_subreaper",
+    "descendants",
+    "describe_exit",
+    "harden_worker",
+    "kill_tree",
+    "reap_all_children",
+]
+
+RING_BYTES = 64 << 10  # the last 64 KiB of each of the worker's stdout and stderr are kept
+MEMORY_LIMIT = 4 << 30  # RLIMIT_AS of a worker: a runaway allocation fails there, not here
+_PR_SET_PDEATHSIG = 1
+_PR_SET_CHILD_SUBREAPER = 36
+
+Serve = Callable[[dict[str, Any], dict[str, Any]], tuple[dict[str, Any], dict[str, Any]]]
+
+
+def _prctl(option: int, value: int) -> bool:
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return int(libc.prctl(option, value, 0, 0, 0)) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def become_subreaper() -> bool:
+    """Make this process the reaper of its orphaned descendants (Linux; False elsewhere)."""
+    return _prctl(_PR_SET_CHILD_SUBREAPER, 1)
+
+
+def harden_worker(memory_limit: int | None = MEMORY_LIMIT) -> None:
+    """Called first thing in a worker: no core dumps, an address-space limit, death with the
+    parent, subreaper of its own descendants, Ctrl-C left to the harness."""
+    import resource
+
+    with contextlib.suppress(ValueError, OSError):
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    if memory_limit:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_AS, (memory_limit, memory_limit))
+    _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    _prctl(_PR_SET_CHILD_SUBREAPER, 1)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _parents() -> dict[int, int]:
+    """pid -> parent pid of every process visible in /proc."""
+    out: dict[int, int] = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return out
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as stat:
+                text = stat.read()
+        except OSError:
+            continue
+        # "pid (comm) state ppid ...": comm may hold spaces and ")"; split after the last one
+        fields = text[text.rfind(b")") + 2 :].split()
+        if len(fields) > 1:
+            out[int(entry)] = int(fields[1])
+    return out
+
+
+def descendants(pid: int) -> list[int]:
+    """Every live descendant of ``pid`` (children first found first), from /proc."""
+    parents = _parents()
+    children: dict[int, list[int]] = {}
+    for child, parent in parents.items():
+        children.setdefault(parent, []).append(child)
+    found: list[int] = []
+    todo = [pid]
+    while todo:
+        for child in children.get(todo.pop(), ()):
+            if child not in found:
+                found.append(child)
+                todo.append(child)
+    return found
+
+
+def _signal(pid: int, signum: int) -> None:
+    with contextlib.suppress(OSError):
+        os.kill(pid, signum)
+
+
+def kill_tree(pid: int, extra: Sequence[int] = ()) -> None:
+    """Stop, then kill ``pid``, its process group and every descendant (rescanning until no new
+    one appears, so a process forking while it is counted is caught on the next pass)."""
+    seen: set[int] = set()
+    for _ in range(20):
+        found = [p for p in [pid, *descendants(pid), *extra] if p not in seen]
+        if not found:
+            break
+        for p in found:
+            _signal(p, signal.SIGSTOP)
+        seen.update(found)
+    with contextlib.suppress(OSError):
+        os.killpg(pid, signal.SIGKILL)
+    for p in seen:
+        _signal(p, signal.SIGKILL)
+    if sys.platform.startswith("linux"):
+        _reap_orphans(pid)
+
+
+def _reap_orphans(worker_pid: int) -> None:
+    """Kill and reap orphans re-parented to this process (a subreaper) from ``worker_pid``'s
+    session, and reap any that already died."""
+    me = os.getpid()
+    for child, parent in _parents().items():
+        if parent != me or child == worker_pid:
+            continue
+        try:
+            sid = os.getsid(child)
+        except OSError:
+            continue
+        if sid == worker_pid:
+            _signal(child, signal.SIGKILL)
+            with contextlib.suppress(ChildProcessError, OSError):
+                os.waitpid(child, 0)
+
+
+def reap_all_children() -> list[int]:
+    """Kill and reap every child of this process (what a subreaper harness inherited from
+    workers that exited on their own); called by ``spec-verify check`` once its workers are
+    closed, when it has no other children. Returns the pids killed."""
+    me = os.getpid()
+    killed = []
+    for child, parent in _parents().items():
+        if parent == me:
+            for p in [*descendants(child), child]:
+                _signal(p, signal.SIGKILL)
+            with contextlib.suppress(ChildProcessError, OSError):
+                os.waitpid(child, 0)
+            killed.append(child)
+    return killed
+
+
+def describe_exit(returncode: int | None) -> str:
+    """How a worker ended, in words."""
+    if returncode is None:
+        return "stopped answering"
+    if returncode < 0:
+        signum = -returncode
+        try:
+            name = signal.Signals(signum).name
+        except ValueError:
+            name = f"signal {signum}"
+        what = {
+            "SIGSEGV": "a segmentation fault: the library touched memory it does not own",
+            "SIGBUS": "a bus error: a misaligned or unmapped access",
+            "SIGABRT": "an abort (abort(), a failed assert or a panic that aborts)",
+            "SIGFPE": "an arithmetic trap",
+            "SIGILL": "an illegal instruction",
+            "SIGKILL": "SIGKILL (out of memory, or killed from outside)",
+        }.get(name, name)
+        return f"crashed with {name} ({what})"
+    return f"exited with status {returncode} (the implementation ended the process)"
+
+
+class _Ring:
+    """The last ``size`` bytes of a pipe, drained by a daemon thread."""
+
+    def __init__(self, pipe: Any, size: int = RING_BYTES) -> None:
+        self.size = size
+        self.data = bytearray()
+        self.total = 0
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._drain, args=(pipe,), daemon=True)
+        self._thread.start()
+
+    def _drain(self, pipe: Any) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            while chunk := os.read(pipe.fileno(), 65536):
+                with self._lock:
+                    self.total += len(chunk)
+                    self.data += chunk
+                    if len(self.data) > self.size:
+                        del self.data[: len(self.data) - self.size]
+        with contextlib.suppress(OSError):
+            pipe.close()
+
+    def tail(self, limit: int = 1200) -> str:
+        self._thread.join(timeout=0.2)  # what the worker wrote just before it died
+        with self._lock:
+            text = bytes(self.data[-limit:]).decode("utf-8", "replace").strip()
+            cut = self.total > limit
+        return ("..." + text) if cut and text else text
+
+
+# The worker imports spec_verify from where this process did. Started with ``-m``, its first
+# path entry would be the working directory, where a source checkout's ``spec_verify/`` (which
+# lacks the installed ``spec_verify.reference``) would shadow an installed package.
+_BOOTSTRAP = (
+    "import json, runpy, sys; sys.path[:] = json.loads(sys.argv[1]); sys.argv = sys.argv[2:]; "
+    "runpy.run_module(sys.argv[0], run_name='__main__')"
+)
+
+
+class WorkerProcess:
+    """One worker process running ``python -m <module> FD *args``; every wait is bounded.
+
+    ``module``'s ``main(argv)`` gets ``argv = [module, FD, *args]``; FD is its end of a socket
+    pair carrying ``_wire`` frames. The first frame it sends is its greeting.
+    """
+
+    def __init__(
+        self,
+        impl: str,
+        module: str,
+        args: Sequence[str],
+        *,
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        self.impl = impl
+        parent_sock, child_sock = socket.socketpair()
+        child_fd = child_sock.fileno()
+        try:
+            self.process = subprocess.Popen(
+                [sys.executable, "-c", _BOOTSTRAP, json.dumps(sys.path), module,
+                 str(child_fd), *args],
+                pass_fds=(child_fd,),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                close_fds=True,
+                start_new_session=True,
+                cwd=cwd,
+                env=None if env is None else dict(env),
+            )  # fmt: skip
+        finally:
+            child_sock.close()
+        self.sock = parent_sock
+        self.pid = self.process.pid
+        self._stdout = _Ring(self.process.stdout)
+        self._stderr = _Ring(self.process.stderr)
+        self.closed = False
+
+    # ---- talking ------------------------------------------------------------------------
+
+    def exchange(
+        self,
+        header: Mapping[str, Any] | None,
+        arrays: Mapping[str, Any] | None,
+        call: str,
+        timeout: float,
+        serve: Serve | None = None,
+        while_waiting: Callable[[], None] | None = None,
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Send a request (None: only wait, for the greeting) and return the reply frame.
+
+        Frames with ``"kind": "callback"`` that arrive first are answered with ``serve`` (the
+        harness's side of a callback, e.g. a uniform source); time spent there and in
+        ``while_waiting()`` (the caller's own work overlapped with the worker's) is not the
+        implementation's. Raises ImplementationError when the worker dies, breaks the wire
+        protocol or runs past ``timeout`` (the worker and its descendants are then killed).
+        """
+        deadline = time.monotonic() + timeout
+        try:
+            if header is not None:
+                send_message(self.sock, header, arrays, deadline)
+            if while_waiting is not None:
+                started = time.monotonic()
+                while_waiting()
+                deadline += time.monotonic() - started
+            while True:
+                reply, reply_arrays = recv_message(self.sock, deadline)
+                if reply.get("kind") != "callback":
+                    return reply, reply_arrays
+                if serve is None:
+                    raise WireError("a callback arrived where none may be made")
+                started = time.monotonic()
+                answer, answer_arrays = serve(reply, reply_arrays)
+                deadline += time.monotonic() - started
+                send_message(self.sock, answer, answer_arrays, deadline)
+        except WireTimeout:
+            self.kill()
+            raise ImplementationError(
+                self.impl,
+                call,
+                f"did not return within {timeout:g} s (a hang or an endless loop); the worker "
+                f"and its processes were killed{self._quote()}",
+            ) from None
+        except PeerClosed as exc:
+            raise self.died(call) from exc
+        except WireError as exc:
+            self.kill()
+            raise ImplementationError(
+                self.impl,
+                call,
+                f"broke the worker protocol ({exc}); the worker was killed{self._quote()}",
+            ) from None
+
+    # ---- ending -------------------------------------------------------------------------
+
+    def output_tail(self) -> str:
+        """The tails of the worker's stderr and stdout, for a failure message."""
+        parts = []
+        err, out = self._stderr.tail(), self._stdout.tail()
+        if err:
+            parts.append(f"stderr ends with: {err!r}")
+        if out:
+            parts.append(f"stdout ends with: {out!r}")
+        return "; ".join(parts)
+
+    def _quote(self) -> str:
+        tail = self.output_tail()
+        return f"; its {tail}" if tail else ""
+
+    def died(self, call: str) -> ImplementationError:
+        """The worker is gone: say how, with its output."""
+        try:
+            returncode: int | None = self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            returncode = None
+        self.kill()
+        return ImplementationError(
+            self.impl, call, f"{describe_exit(returncode)} in the worker process{self._quote()}"
+        )
+
+    def kill(self) -> None:
+        """Kill the worker and every process it started; reap it."""
+        kill_tree(self.pid)
+        with contextlib.suppress(OSError):
+            self.process.kill()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(timeout=5)
+        with contextlib.suppress(OSError):
+            self.sock.close()
+        self.closed = True
+
+    def close(self, quit_header: Mapping[str, Any] | None = None) -> None:
+        """Ask the worker to quit (``quit_header``), give it a moment, then kill what is left."""
+        if self.closed:
+            return
+        if quit_header is not None:
+            with contextlib.suppress(WireError, OSError):
+                send_message(self.sock, quit_header, None, time.monotonic() + 1.0)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(timeout=2)
+        self.kill()
