@@ -3,7 +3,8 @@
 A value becomes JSON plus named arrays: ``None``, bools, ints, floats and strings as they
 are; lists as lists; everything else as a one-key tagged object (``{"$t": [...]}`` a tuple,
 ``{"$d": [[k, v], ...]}`` a dict, ``{"$a": "name"}`` an array in the frame's arrays,
-``{"$h": n}`` a handle to an object held by the other side, see ``_remote``). A value that is
+``{"$h": n}`` a handle to an object held by the sender, ``{"$o": n}`` one held by the
+receiver, see ``_remote``; ``{"$dt": "<f8"}`` a numpy dtype). A value that is
 none of these cannot cross: ``NotData``. Decoding accepts only these shapes and raises
 ``WireError`` on anything else; it never builds an object of a type the message names, except
 the exceptions of ``ERROR_TYPES`` (a fixed table of the project's own data-only errors, built
@@ -17,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from spec_verify.adapters._wire import WireError
+from spec_verify.adapters._wire import DTYPES, WireError
 from spec_verify.errors import (
     ImplementationError,
     InvalidArgument,
@@ -36,6 +37,8 @@ from spec_verify.reference.errors import (
 __all__ = [
     "ERROR_TYPES",
     "NotData",
+    "RemoteAssertionError",
+    "RemoteAttributeError",
     "RemoteError",
     "RemoteValueError",
     "decode_error",
@@ -82,17 +85,25 @@ class RemoteValueError(RemoteError, ValueError):
     input, from an implementation with its own exception classes)."""
 
 
+class RemoteAssertionError(RemoteError, AssertionError):
+    """An ``AssertionError`` on the other side (the reference models' ``CacheMismatch``)."""
+
+
+class RemoteAttributeError(RemoteError, AttributeError):
+    """An ``AttributeError`` on the other side (so ``hasattr`` on a proxy works)."""
+
+
 # ---- values -----------------------------------------------------------------------------
 
-Export = Callable[[Any], int]
-Resolve = Callable[[int], Any]
+Export = Callable[[Any], dict[str, int]]  # an object -> {"$h": n} or {"$o": n}
+Resolve = Callable[[str, int], Any]  # ("$h" | "$o", n) -> the object or a proxy of it
 
 
 def encode_value(  # noqa: PLR0911 -- one return per kind of value
     value: Any, arrays: dict[str, Any], export: Export | None = None, _depth: int = 0
 ) -> Any:
     """``value`` as JSON data; arrays go into ``arrays`` under fresh names. Objects of other
-    types are handed to ``export`` (which returns a handle number) or raise ``NotData``."""
+    types are handed to ``export`` (which returns their handle tag) or raise ``NotData``."""
     if _depth > _MAX_DEPTH:
         raise NotData(f"a value nested deeper than {_MAX_DEPTH}")
     if value is None or isinstance(value, (bool, int, float, str)):
@@ -106,7 +117,11 @@ def encode_value(  # noqa: PLR0911 -- one return per kind of value
             return {"$a": name}
     elif isinstance(value, np.generic) and value.dtype.kind in "fiub":
         return value.item()
+    elif isinstance(value, np.dtype) and value.kind in "fiub":
+        return {"$dt": value.str}
     elif type(value) is list:
+        if all(type(v) in _SCALARS for v in value):  # the common case, without recursion
+            return list(value)
         return [encode_value(v, arrays, export, _depth + 1) for v in value]
     elif type(value) is tuple:
         return {"$t": [encode_value(v, arrays, export, _depth + 1) for v in value]}
@@ -120,7 +135,10 @@ def encode_value(  # noqa: PLR0911 -- one return per kind of value
         }  # fmt: skip
     if export is None:
         raise NotData(f"a {type(value).__name__} cannot cross the process boundary")
-    return {"$h": export(value)}
+    return export(value)
+
+
+_SCALARS = frozenset({int, float, str, bool, type(None)})
 
 
 def _plain(value: Any) -> Any:
@@ -130,7 +148,7 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def decode_value(
+def decode_value(  # noqa: PLR0911 -- one return per kind of value
     data: Any, arrays: dict[str, Any], resolve: Resolve | None = None, _depth: int = 0
 ) -> Any:
     """The value ``encode_value`` encoded (tuples, dicts, arrays, handles via ``resolve``).
@@ -143,6 +161,8 @@ def decode_value(
     if data is None or isinstance(data, (bool, int, float, str)):
         return data
     if isinstance(data, list):
+        if all(type(v) in _SCALARS for v in data):
+            return data
         return [decode_value(v, arrays, resolve, _depth + 1) for v in data]
     if isinstance(data, dict) and len(data) == 1:
         ((tag, body),) = data.items()
@@ -159,12 +179,14 @@ def decode_value(
                 except TypeError as exc:
                     raise WireError(f"a dict key is not hashable: {exc}") from None
             return out
+        if tag == "$dt" and isinstance(body, str) and body in DTYPES:
+            return np.dtype(body)
         if tag == "$a" and isinstance(body, str):
             if body not in arrays:
                 raise WireError(f"the value names array {body!r:.40}, which the frame lacks")
             return arrays[body]
-        if tag == "$h" and type(body) is int and resolve is not None:
-            return resolve(body)
+        if tag in ("$h", "$o") and type(body) is int and resolve is not None:
+            return resolve(tag, body)
     raise WireError(f"not a value of the wire schema: {data!r:.80}")
 
 
@@ -213,6 +235,8 @@ def encode_error(exc: BaseException) -> dict[str, Any]:
         "name": name[:200],
         "message": message[:4000],
         "value_error": isinstance(exc, ValueError),
+        "assertion": isinstance(exc, AssertionError),
+        "attribute": isinstance(exc, AttributeError),
     }
 
 
@@ -245,6 +269,12 @@ def decode_error(error: Any) -> Exception:
         cls = ERROR_TYPES[kind]
         return cls(_text(error, "argument"), shown, _text(error, "rule"), _text(error, "fix"))
     if kind == "other":
-        cls2 = RemoteValueError if error.get("value_error") is True else RemoteError
+        cls2: type[RemoteError] = RemoteError
+        if error.get("value_error") is True:
+            cls2 = RemoteValueError
+        elif error.get("assertion") is True:
+            cls2 = RemoteAssertionError
+        elif error.get("attribute") is True:
+            cls2 = RemoteAttributeError
         return cls2(_text(error, "name"), _text(error, "message"))
     raise WireError(f"unknown error type {kind!r:.40}")

@@ -93,14 +93,14 @@ class Limits:
         max_body: bytes of array data.
         max_arrays: arrays in one frame.
         max_ndim: dimensions of one array.
-        max_depth: nesting depth of the JSON header.
     """
 
     max_header: int = 16 << 20
     max_body: int = 256 << 20
     max_arrays: int = 1 << 16
     max_ndim: int = 4
-    max_depth: int = 32
+    # Nesting needs no limit here: the JSON parser's recursion limit bounds it (a header
+    # nested past it is a WireError), and ``_codec`` bounds the depth of every value.
 
 
 LIMITS = Limits()
@@ -172,13 +172,16 @@ def send_message(
     in ``DTYPES``, ``FrameTooLarge`` past ``limits``, ``WireTimeout`` at the deadline and
     ``PeerClosed`` when the peer is gone.
     """
-    for chunk in _encode(header, arrays or {}, limits):
+    parts = _encode(header, arrays or {}, limits)
+    # The prefix and header go in one write; arrays follow without a copy.
+    chunks: list[bytes | memoryview] = [b"".join(parts[:2]), *parts[2:]]
+    for chunk in chunks:
         view = memoryview(chunk)
         while view.nbytes:
-            _wait(sock, select.POLLOUT, deadline, "sending a frame")
             try:
                 sent = sock.send(view, socket.MSG_DONTWAIT)
             except (BlockingIOError, InterruptedError):
+                _wait(sock, select.POLLOUT, deadline, "sending a frame")
                 continue
             except (BrokenPipeError, ConnectionResetError) as exc:
                 raise PeerClosed(
@@ -197,10 +200,10 @@ def _read_exact(
     view = memoryview(buffer)
     got = 0
     while got < n:
-        _wait(sock, select.POLLIN, deadline, f"reading {what}")
         try:
             count = sock.recv_into(view[got:], n - got, socket.MSG_DONTWAIT)
         except (BlockingIOError, InterruptedError):
+            _wait(sock, select.POLLIN, deadline, f"reading {what}")
             continue
         except ConnectionResetError as exc:
             count = 0
@@ -211,6 +214,8 @@ def _read_exact(
                 raise PeerClosed("the peer closed the stream")
             raise WireError(f"truncated frame: the stream ended after {got} of {n} bytes of {what}")
         got += count
+        if deadline is not None and got < n and time.monotonic() > deadline:
+            raise WireTimeout(f"reading {what}: the deadline passed")
     return buffer
 
 
@@ -219,21 +224,6 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     if len(result) != len(pairs):
         raise WireError("the header repeats a key")
     return result
-
-
-def _depth(value: Any, limit: int) -> int:
-    stack = [(value, 1)]
-    deepest = 0
-    while stack:
-        item, level = stack.pop()
-        deepest = max(deepest, level)
-        if deepest > limit:
-            break
-        if isinstance(item, dict):
-            stack.extend((v, level + 1) for v in item.values())
-        elif isinstance(item, list):
-            stack.extend((v, level + 1) for v in item)
-    return deepest
 
 
 def _listing(raw: Any, limits: Limits) -> list[tuple[str, np.dtype[Any], tuple[int, ...], int]]:
@@ -298,20 +288,19 @@ def recv_message(
     header = envelope["header"]
     if not isinstance(header, dict):
         raise WireError(f"the message header is a {type(header).__name__}, not a dict")
-    if _depth(header, limits.max_depth) > limits.max_depth:
-        raise WireError(f"the header nests deeper than {limits.max_depth}")
     listing = _listing(envelope["arrays"], limits)
     if sum(nbytes for *_, nbytes in listing) != blen:
         raise WireError(
             f"the body has {blen} bytes but the arrays listed need "
             f"{sum(nbytes for *_, nbytes in listing)}"
         )
-    body = bytes(_read_exact(sock, blen, deadline, "the frame body", started=True)) if blen else b""
+    body = _read_exact(sock, blen, deadline, "the frame body", started=True)
     arrays: dict[str, NDArray[Any]] = {}
     offset = 0
     for name, kind, shape, nbytes in listing:
         count = nbytes // kind.itemsize if kind.itemsize else 0
         flat = np.frombuffer(body, dtype=kind, count=count, offset=offset)
+        flat.flags.writeable = False  # the receiver's inputs are read-only
         arrays[name] = flat.reshape(shape)
         offset += nbytes
     return header, arrays
