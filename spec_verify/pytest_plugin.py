@@ -31,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import os
+import sys
 import zlib
 from collections.abc import Callable, Generator
 from pathlib import Path
@@ -235,7 +236,13 @@ def _implementation(config: pytest.Config) -> Any:
     if _IMPL_KEY not in config.stash:
         from spec_verify.adapters._implementations import load_implementation
 
-        config.stash[_IMPL_KEY] = load_implementation(config.getoption("--spec-impl"))
+        # Inside a grader run the reference is redirected by a finder in this process (the
+        # clean copy or a mutant); a worker would import the installed one, so that run keeps
+        # it here until the grader serves it from its own process (issue 11).
+        redirected = any(type(f).__name__ == "_ReferenceFinder" for f in sys.meta_path)
+        config.stash[_IMPL_KEY] = load_implementation(
+            config.getoption("--spec-impl"), in_process=redirected
+        )
     return config.stash[_IMPL_KEY]
 
 

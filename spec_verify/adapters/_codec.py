@@ -119,6 +119,8 @@ def encode_value(  # noqa: PLR0911 -- one return per kind of value
         return value.item()
     elif isinstance(value, np.dtype) and value.kind in "fiub":
         return {"$dt": value.str}
+    elif isinstance(value, type) and value in _TYPES.values():
+        return {"$ty": next(k for k, v in _TYPES.items() if v is value)}
     elif type(value) is list:
         if all(type(v) in _SCALARS for v in value):  # the common case, without recursion
             return list(value)
@@ -139,6 +141,12 @@ def encode_value(  # noqa: PLR0911 -- one return per kind of value
 
 
 _SCALARS = frozenset({int, float, str, bool, type(None)})
+# Types that cross by name (used as dtype= arguments, or compared with isinstance).
+_TYPES: dict[str, type] = {
+    "int": int, "float": float, "bool": bool, "str": str,
+    "float64": np.float64, "float32": np.float32, "int64": np.int64, "int32": np.int32,
+    "uint32": np.uint32, "uint64": np.uint64, "uint8": np.uint8, "bool_": np.bool_,
+}  # fmt: skip
 
 
 def _plain(value: Any) -> Any:
@@ -181,6 +189,8 @@ def decode_value(  # noqa: PLR0911 -- one return per kind of value
             return out
         if tag == "$dt" and isinstance(body, str) and body in DTYPES:
             return np.dtype(body)
+        if tag == "$ty" and isinstance(body, str) and body in _TYPES:
+            return _TYPES[body]
         if tag == "$a" and isinstance(body, str):
             if body not in arrays:
                 raise WireError(f"the value names array {body!r:.40}, which the frame lacks")

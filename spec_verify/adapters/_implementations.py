@@ -171,9 +171,10 @@ class Implementation(abc.ABC):
         or None when it has none (tiers then inject a numpy ``Generator``)."""
         return None
 
-    def generation_module(self) -> ModuleType | None:
-        """The module holding ``speculative_generate``, ``generate`` and ``SamplingParams``
-        when the implementation offers ``generation``, else None."""
+    def generation_module(self) -> Any | None:
+        """The module (or a worker's proxy of it) holding ``speculative_generate``,
+        ``generate`` and ``SamplingParams`` when the implementation offers ``generation``,
+        else None."""
         return None
 
     def own_attribute(self, name: str) -> Any | None:
@@ -384,7 +385,7 @@ class PythonImplementation(Implementation):
             return None
         return self._guarded("request_rng", self.module.request_rng, seed)
 
-    def generation_module(self) -> ModuleType | None:
+    def generation_module(self) -> Any | None:
         return self.module if "generation" in self.capabilities else None
 
     def own_attribute(self, name: str) -> Any | None:
@@ -507,8 +508,38 @@ def load_python(spec: str, module_name: str) -> PythonImplementation:
         raise UnknownImplementation("impl", spec, str(exc), exc.fix) from exc
 
 
-def load_implementation(spec: str) -> Implementation:
+def _load_in_worker(spec: str, kind: str, target: str) -> Implementation:
+    """``reference``, ``python:`` and ``mutant:`` in a worker process (never imported here)."""
+    from spec_verify.adapters._python_adapter import WorkerImplementation
+
+    if kind == "python" and not target:
+        raise UnknownImplementation("impl", spec, "python: needs a module", "python:package.module")
+    if kind == "mutant":
+        from spec_verify.mutants.catalogue import UnknownMutant, mutant_by_id
+
+        try:
+            mutant_by_id(target)
+        except UnknownMutant as exc:
+            raise UnknownImplementation("impl", spec, exc.rule, exc.fix) from None
+    impl = WorkerImplementation(spec, kind, target)
+    if "verify_draft" not in impl.names:
+        impl.close()
+        raise UnknownImplementation(
+            "impl",
+            spec,
+            f"module {target!r} has no verify_draft",
+            "expose the contract names of seed section 4",
+        )
+    return impl
+
+
+def load_implementation(spec: str, *, in_process: bool = False) -> Implementation:
     """Load an implementation from its spec string (see the module docstring).
+
+    ``reference``, ``python:`` and ``mutant:`` run in a worker process (``_python_adapter``),
+    ``ffi:`` in its own worker; ``in_process=True`` imports a Python implementation into this
+    process instead (for the grader's forked runs and benchmarks of the old path only: an
+    implementation in the harness's process can change its verdict).
 
     Raises:
         UnknownImplementation: the spec names nothing loadable; the message says why and the fix.
@@ -521,7 +552,9 @@ def load_implementation(spec: str) -> Implementation:
             "reference, python:pkg.mod, ffi:lib.so or mutant:s03",
         )
     if spec == "reference":
-        return load_python(spec, "spec_verify.reference")
+        if in_process:
+            return load_python(spec, "spec_verify.reference")
+        return _load_in_worker(spec, "reference", "")
     scheme, sep, rest = spec.partition(":")
     if spec == "transformers":
         sep = ":"  # the bare name: transformers' sampler with torch's own generator
@@ -532,6 +565,8 @@ def load_implementation(spec: str) -> Implementation:
             f"unknown scheme {scheme!r}",
             "use reference, python:pkg.mod, ffi:path/to/lib.so, mutant:sNN or transformers",
         )
+    if scheme in ("python", "mutant") and not in_process:
+        return _load_in_worker(spec, scheme, rest)
     module_name, _, function = _LOADERS[scheme].partition(":")
     try:
         loader = getattr(importlib.import_module(module_name), function)

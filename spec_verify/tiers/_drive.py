@@ -19,7 +19,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
-from types import FunctionType, ModuleType
+from types import FunctionType
 from typing import Any
 
 import numpy as np
@@ -80,7 +80,7 @@ class GuardedModule:
     """
 
     def __init__(
-        self, impl: Implementation, module: ModuleType, timeout: float = GENERATION_TIMEOUT
+        self, impl: Implementation, module: Any, timeout: float = GENERATION_TIMEOUT
     ) -> None:
         self.impl = impl
         self.module = module
