@@ -50,6 +50,7 @@ __all__ = [
     "RING_BYTES",
     "WorkerProcess",
     "become_subreaper",
+    "children",
     "descendants",
     "describe_exit",
     "harden_worker",
@@ -174,14 +175,21 @@ def _reap_orphans(worker_pid: int) -> None:
                 os.waitpid(child, 0)
 
 
-def reap_all_children() -> list[int]:
-    """Kill and reap every child of this process (what a subreaper harness inherited from
-    workers that exited on their own); called by ``spec-verify check`` once its workers are
-    closed, when it has no other children. Returns the pids killed."""
+def children() -> set[int]:
+    """The pids of this process's live children."""
+    me = os.getpid()
+    return {child for child, parent in _parents().items() if parent == me}
+
+
+def reap_all_children(keep: set[int] | frozenset[int] = frozenset()) -> list[int]:
+    """Kill and reap every child of this process but those in ``keep`` (what a subreaper
+    harness inherited from workers that exited on their own, and any worker left open);
+    ``spec-verify check`` calls it at the end with the children it had at the start.
+    Returns the pids killed."""
     me = os.getpid()
     killed = []
     for child, parent in _parents().items():
-        if parent == me:
+        if parent == me and child not in keep:
             for p in [*descendants(child), child]:
                 _signal(p, signal.SIGKILL)
             with contextlib.suppress(ChildProcessError, OSError):

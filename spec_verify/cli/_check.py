@@ -3,13 +3,17 @@
 Exit code 0 only when no check blocks the run (``CheckReport.blocks``: FAILED and ERROR do;
 NOT_PROVABLE does under ``--profile conformance`` unless ``--allow-not-provable``; SKIPPED and
 NOT_APPLICABLE never do; under ``--profile lossless`` efficiency checks never do); 2 for a usage
-error. Progress goes
+error (an unwritable report path among them, found before any work), 130 when interrupted
+(Ctrl-C or SIGTERM), 3 for a harness error; the report files say the same (``_report_files``).
+Progress goes
 to stderr, the table and the failures (each with one command that reproduces it) to stdout.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import signal
 import sys
 import time
 from typing import Any, TextIO
@@ -139,26 +143,58 @@ class _Progress:
             self.stream.flush()
 
 
+class _Terminated(BaseException):
+    """SIGTERM, raised in the main thread so the run ends the way Ctrl-C ends it."""
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    raise _Terminated
+
+
+def _say(text: str, stream: TextIO | None = None) -> None:
+    """Print, and never fail on a closed stdout (the report files are what CI reads)."""
+    with contextlib.suppress(OSError, ValueError):
+        print(text, file=stream or sys.stdout, flush=True)
+
+
 def run(args: argparse.Namespace) -> int:
     from spec_verify import reports
+    from spec_verify.adapters._process import become_subreaper, children, reap_all_children
+    from spec_verify.cli._report_files import ReportFiles, ReportPathError, placeholder_report
     from spec_verify.errors import UnknownImplementation
     from spec_verify.runner import run_checks
 
     if args.timeout is not None and not args.timeout > 0:
-        print("spec-verify check: --timeout must be > 0", file=sys.stderr)
+        _say("spec-verify check: --timeout must be > 0", sys.stderr)
         return ExitCode.USAGE_ERROR
     both = sorted(set(args.capability) & set(args.no_capability))
     if both:
-        print(
+        _say(
             f"spec-verify check: --capability and --no-capability both name {both}; "
             "give each capability one way",
-            file=sys.stderr,
+            sys.stderr,
         )
         return ExitCode.USAGE_ERROR
     capabilities = {**{c: True for c in args.capability}, **{c: False for c in args.no_capability}}
     tiers = args.tier
     if args.case_seed is not None and not tiers:
         tiers = ["parity"]
+    shown_tiers = tiers or list(_TIERS)
+
+    def stub(state: str, why: str) -> Any:
+        return placeholder_report(args.impl, args.seed, shown_tiers, args.quick, state, why)
+
+    # Claim the report files before any work: an unwritable path is a usage error now, and
+    # a run that dies from here on leaves a failing report, never the last run's.
+    try:
+        files = ReportFiles(args.json, args.junit)
+        files.claim(stub("running", "the run has not finished (or it died without a verdict)"))
+    except ReportPathError as exc:
+        _say(f"spec-verify check: cannot write the report: {exc}", sys.stderr)
+        return ExitCode.USAGE_ERROR
+    become_subreaper()  # what a worker's children leave behind is re-parented here, and killed
+    had_children = children()
+    previous_term = signal.signal(signal.SIGTERM, _on_sigterm)
     progress = None if args.no_progress else _Progress(sys.stderr)
     try:
         report = run_checks(
@@ -174,31 +210,45 @@ def run(args: argparse.Namespace) -> int:
             capabilities=capabilities,
         )
     except UnknownImplementation as exc:
-        print(f"spec-verify check: {exc}", file=sys.stderr)
+        files.write(stub("usage_error", f"nothing was checked: {exc}"), "usage_error")
+        _say(f"spec-verify check: {exc}", sys.stderr)
         return ExitCode.USAGE_ERROR
+    except (KeyboardInterrupt, _Terminated) as exc:
+        why = "SIGTERM" if isinstance(exc, _Terminated) else "Ctrl-C (SIGINT)"
+        files.write(stub("interrupted", f"the run was interrupted by {why}"), "interrupted")
+        _say(f"spec-verify check: interrupted by {why}; the reports say so", sys.stderr)
+        return ExitCode.INTERRUPTED
+    except BaseException as exc:
+        with contextlib.suppress(Exception):
+            files.write(stub("harness_error", f"the harness failed: {exc!r}"), "harness_error")
+        raise  # the CLI's main turns it into HARNESS_ERROR with the traceback
     finally:
+        signal.signal(signal.SIGTERM, previous_term)
+        reap_all_children(keep=had_children)
         if progress is not None:
-            progress.done()
-    print(reports.format_summary(report))
+            with contextlib.suppress(OSError, ValueError):
+                progress.done()
+    # The files first: stdout may be closed or a broken pipe, and CI reads the files.
+    written = files.write(report, "complete")
+    _say(reports.format_summary(report))
     failures = reports.format_failures(report)
     if failures:
-        print("\n" + failures)
-    if args.json:
-        print(f"JSON report: {reports.write_json(report, args.json)}")
-    if args.junit:
-        print(f"JUnit report: {reports.write_junit(report, args.junit)}")
+        _say("\n" + failures)
+    for path in written:
+        kind = "JSON" if path == files.json else "JUnit"
+        _say(f"{kind} report: {path}")
     if args.plots:
         try:
             from spec_verify.plots import write_plots
 
-            written = list(write_plots(report.results, args.plots))
+            plotted = list(write_plots(report.results, args.plots))
             acceptance = reports.write_acceptance_plot(report, args.plots)
         except ImportError as exc:
-            print(
+            _say(
                 f"plots skipped: {exc} (pip install 'spec-verify[plots]' for matplotlib)",
-                file=sys.stderr,
+                sys.stderr,
             )
         else:
-            written += [acceptance] if acceptance else []
-            print(f"plots: {len(written)} PNG files in {args.plots}")
+            plotted += [acceptance] if acceptance else []
+            _say(f"plots: {len(plotted)} PNG files in {args.plots}")
     return ExitCode.PASSED if report.passed else ExitCode.FAILED

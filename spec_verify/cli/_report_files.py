@@ -1,0 +1,99 @@
+"""The report files of one ``spec-verify check`` run: claimed before any work, never stale.
+
+A CI server reads the files, not the terminal, so they must never say more than the run
+proved:
+
+- the paths are resolved to absolute ones at the start (an implementation that changes the
+  working directory cannot move them), and each is written at once with an *incomplete*
+  report (``passed: false``, ``state: "running"``): an unwritable path is a usage error before
+  any work, and a run that dies leaves a failing report, never the previous run's passing one;
+- every later write goes to a temporary file in the same folder, then ``os.replace``: a reader
+  sees the old file or the new one, never half of one;
+- the final state is ``complete``, ``interrupted`` (Ctrl-C, SIGTERM) or ``harness_error``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import pathlib
+import tempfile
+from collections.abc import Sequence
+
+from spec_verify.results import CheckResult, Status
+from spec_verify.runner import CheckReport
+
+__all__ = ["ReportFiles", "ReportPathError", "placeholder_report"]
+
+
+class ReportPathError(Exception):
+    """A report path that cannot be written (a usage error: nothing was checked)."""
+
+
+def placeholder_report(
+    impl: str, seed: int, tiers: Sequence[str], quick: bool, state: str, why: str
+) -> CheckReport:
+    """A report that fails: one ERROR result saying why the run has no verdict."""
+    result = CheckResult("run", state, Status.ERROR, why)
+    return CheckReport(impl, seed, tuple(tiers), (result,), 0.0, quick=quick)
+
+
+class ReportFiles:
+    """The ``--json`` and ``--junit`` files of a run (either may be None)."""
+
+    def __init__(self, json_path: str | None, junit_path: str | None) -> None:
+        self.json = _resolve(json_path)
+        self.junit = _resolve(junit_path)
+
+    def write(self, report: CheckReport, state: str) -> list[pathlib.Path]:
+        """Write both files atomically; ``state`` goes into the JSON. Returns the paths."""
+        from spec_verify import reports
+
+        written = []
+        if self.json is not None:
+            data = reports.report_json(report)
+            data["state"] = state
+            _atomic_write(self.json, json.dumps(data, indent=2) + "\n")
+            written.append(self.json)
+        if self.junit is not None:
+            _atomic_write(self.junit, reports.junit_xml(report) + "\n")
+            written.append(self.junit)
+        return written
+
+    def claim(self, report: CheckReport) -> None:
+        """Write the incomplete report now (raises ``ReportPathError`` naming the path)."""
+        try:
+            self.write(report, "running")
+        except OSError as exc:
+            raise ReportPathError(str(exc)) from None
+
+
+def _resolve(path: str | None) -> pathlib.Path | None:
+    if path is None:
+        return None
+    out = pathlib.Path(path).expanduser().absolute()
+    if out.is_dir():
+        raise ReportPathError(f"{path!r} is a directory; give a file name")
+    return out
+
+
+def _atomic_write(path: pathlib.Path, text: str) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OSError(f"cannot create the folder of {str(path)!r}: {exc.strerror}") from None
+    try:
+        fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise OSError(f"cannot write a report next to {str(path)!r}: {exc.strerror}") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise OSError(f"cannot write {str(path)!r}: {exc.strerror}") from None
