@@ -31,7 +31,6 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import os
-import sys
 import zlib
 from collections.abc import Callable, Generator
 from pathlib import Path
@@ -236,12 +235,11 @@ def _implementation(config: pytest.Config) -> Any:
     if _IMPL_KEY not in config.stash:
         from spec_verify.adapters._implementations import load_implementation
 
-        # Inside a grader run the reference is redirected by a finder in this process (the
-        # clean copy or a mutant); a worker would import the installed one, so that run keeps
-        # it here until the grader serves it from its own process (issue 11).
-        redirected = any(type(f).__name__ == "_ReferenceFinder" for f in sys.meta_path)
+        # In process for now: the fixtures hand the module's own objects (its SamplingParams)
+        # to test authors; serving them from a worker, as ``check`` does, is issue 10's
+        # remaining step (the grader already serves the graded sampler from its own process).
         config.stash[_IMPL_KEY] = load_implementation(
-            config.getoption("--spec-impl"), in_process=redirected
+            config.getoption("--spec-impl"), in_process=True
         )
     return config.stash[_IMPL_KEY]
 

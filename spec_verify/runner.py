@@ -228,6 +228,7 @@ def run_checks(
     allow_not_provable: bool = False,
     profile: Profile | str = Profile.CONFORMANCE,
     capabilities: Mapping[str, bool] | None = None,
+    isolate: bool = False,
 ) -> CheckReport:
     """Run the gate on ``impl`` (a spec string or a loaded implementation).
 
@@ -238,6 +239,8 @@ def run_checks(
         case_seed: replay one parity case (with ``tiers=["parity"]``).
         timeout: seconds per call for implementations that take a time limit.
         progress: called with short status lines while the run goes.
+        isolate: load a ``python:``, ``mutant:`` or ``reference`` spec into a worker process
+            (``adapters._python_adapter``) instead of this one (``ffi:`` always has one).
         allow_not_provable: let "not provable" exact checks pass the run (by default they fail
             it: the exact tier proved nothing there).
         profile: ``conformance`` (the default: the whole gate for ports of the contract) or
@@ -262,7 +265,7 @@ def run_checks(
         if progress:
             progress(f"loading {impl}")
         try:
-            loaded: Implementation = load_implementation(impl)
+            loaded: Implementation = load_implementation(impl, in_process=not isolate)
         except (UnknownImplementation, ImplementationError) as exc:
             return CheckReport(
                 impl,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import abc
 import importlib
 import operator
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from fractions import Fraction
 from types import ModuleType
 from typing import Any, Protocol, TypeVar, runtime_checkable
@@ -35,6 +35,7 @@ __all__ = [
     "check_capabilities",
     "check_tree_result",
     "load_implementation",
+    "offered_capabilities",
 ]
 
 # What an implementation may offer; tiers skip what is missing, and a check that needs what an
@@ -94,6 +95,23 @@ _LOADERS = {
     "mutant": "spec_verify.mutants._load:load_mutant",
     "transformers": "spec_verify.adapters._transformers:load_transformers",
 }
+
+
+def offered_capabilities(names: Iterable[str]) -> frozenset[str]:
+    """What a Python module offers, from the public names it defines (before its own
+    ``SPEC_VERIFY_CAPABILITIES`` and the command line add or remove any)."""
+    has = set(names)
+    offered = {
+        "verify_draft": "verify_draft" in has,
+        "injected_uniforms": "verify_draft" in has,
+        "greedy": "verify_draft" in has,
+        "sampling_distribution": "sampling_distribution" in has,
+        "prompt_lookup": "PromptLookupDraft" in has,
+        "pcg32": "request_rng" in has,
+        "generation": {"speculative_generate", "generate", "SamplingParams"} <= has,
+        "verify_tree": "verify_tree" in has,
+    }
+    return frozenset(k for k, v in offered.items() if v)
 
 
 class Implementation(abc.ABC):
@@ -279,22 +297,8 @@ class PythonImplementation(Implementation):
         self.module = module
         self.timeout = timeout
         self._hung: dict[str, str] = {}  # call -> how it hung
-        offered = {
-            "verify_draft": hasattr(module, "verify_draft"),
-            "injected_uniforms": hasattr(module, "verify_draft"),
-            "greedy": hasattr(module, "verify_draft"),
-            "sampling_distribution": hasattr(module, "sampling_distribution"),
-            "prompt_lookup": hasattr(module, "PromptLookupDraft"),
-            "pcg32": hasattr(module, "request_rng"),
-            "generation": all(
-                hasattr(module, n) for n in ("speculative_generate", "generate", "SamplingParams")
-            ),
-            "verify_tree": hasattr(module, "verify_tree"),
-        }
         declared = check_capabilities(getattr(module, DECLARATION, {}), f"{name}: {DECLARATION}")
-        self.capabilities = apply_capabilities(
-            frozenset(k for k, v in offered.items() if v), declared
-        )
+        self.capabilities = apply_capabilities(offered_capabilities(dir(module)), declared)
 
     def params(self, **fields: Any) -> Any:
         """The module's own ``SamplingParams`` (tiers build parameters through this), or the
@@ -521,7 +525,10 @@ def _load_in_worker(spec: str, kind: str, target: str) -> Implementation:
             mutant_by_id(target)
         except UnknownMutant as exc:
             raise UnknownImplementation("impl", spec, exc.rule, exc.fix) from None
-    impl = WorkerImplementation(spec, kind, target)
+    try:
+        impl = WorkerImplementation(spec, kind, target)
+    except InvalidArgument as exc:  # its SPEC_VERIFY_CAPABILITIES is malformed
+        raise UnknownImplementation("impl", spec, str(exc), exc.fix) from exc
     if "verify_draft" not in impl.names:
         impl.close()
         raise UnknownImplementation(
@@ -533,13 +540,14 @@ def _load_in_worker(spec: str, kind: str, target: str) -> Implementation:
     return impl
 
 
-def load_implementation(spec: str, *, in_process: bool = False) -> Implementation:
+def load_implementation(spec: str, *, in_process: bool = True) -> Implementation:
     """Load an implementation from its spec string (see the module docstring).
 
-    ``reference``, ``python:`` and ``mutant:`` run in a worker process (``_python_adapter``),
-    ``ffi:`` in its own worker; ``in_process=True`` imports a Python implementation into this
-    process instead (for the grader's forked runs and benchmarks of the old path only: an
-    implementation in the harness's process can change its verdict).
+    ``ffi:`` always runs in its own worker. ``reference``, ``python:`` and ``mutant:`` are
+    imported into this process unless ``in_process=False``, which serves them from a worker
+    process (``_python_adapter``): the harness then never imports them, so they cannot change
+    its verdict (``spec-verify check --isolate``). Making the worker the default is issue
+    10's remaining step (see docs/threat-model.md).
 
     Raises:
         UnknownImplementation: the spec names nothing loadable; the message says why and the fix.

@@ -393,12 +393,8 @@ class WorkerProcess:
         self.closed = True
 
     def close(self, quit_header: Mapping[str, Any] | None = None) -> None:
-        """Ask the worker to quit (``quit_header``), give it a moment, then kill what is left."""
-        if self.closed:
-            return
-        if quit_header is not None:
-            with contextlib.suppress(WireError, OSError):
-                send_message(self.sock, quit_header, None, time.monotonic() + 1.0)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.process.wait(timeout=2)
-        self.kill()
+        """End the worker and everything it started. It is killed, not asked to quit: a
+        worker that exits on its own would orphan its descendants before they are found
+        (``quit_header`` is accepted for the callers' symmetry and not sent)."""
+        if not self.closed:
+            self.kill()

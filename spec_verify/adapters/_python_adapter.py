@@ -21,7 +21,14 @@ from typing import Any, TypeVar
 import numpy as np
 from numpy.typing import NDArray
 
-from spec_verify.adapters._implementations import Implementation
+from spec_verify.adapters._implementations import (
+    DECLARATION,
+    Implementation,
+    apply_capabilities,
+    check_capabilities,
+    check_tree_result,
+    offered_capabilities,
+)
 from spec_verify.adapters._codec import (
     RemoteAssertionError,
     RemoteAttributeError,
@@ -31,7 +38,7 @@ from spec_verify.adapters._codec import (
 from spec_verify.adapters._process import WorkerProcess
 from spec_verify.adapters._remote import INPUT_CHANGED, Handles, RemoteObject, answer
 from spec_verify.adapters._wire import WireError, require
-from spec_verify.errors import ImplementationError, UnknownImplementation
+from spec_verify.errors import ImplementationError, InvalidArgument, UnknownImplementation
 
 __all__ = ["DEFAULT_CALL_TIMEOUT", "WorkerImplementation", "check_verify_result"]
 
@@ -88,6 +95,12 @@ class _Session:
             return error
         if isinstance(error, ImplementationError):
             return error
+        if isinstance(error, RemoteError) and error.type_name == "SystemExit":
+            return ImplementationError(
+                self.owner.name,
+                call,
+                f"called sys.exit({error.message}); an implementation must not exit",
+            )
         if isinstance(error, RemoteError):
             return ImplementationError(
                 self.owner.name, call, f"raised {error.type_name}: {error.message}"
@@ -118,15 +131,16 @@ class WorkerImplementation(Implementation):
         self._lock = threading.RLock()
         self._finalizer = weakref.finalize(self, _close_session, [None])
         self._start()
-        offered = {
-            "verify_draft": "verify_draft" in self.names,
-            "injected_uniforms": "verify_draft" in self.names,
-            "sampling_distribution": "sampling_distribution" in self.names,
-            "prompt_lookup": "PromptLookupDraft" in self.names,
-            "pcg32": "request_rng" in self.names,
-            "generation": {"speculative_generate", "generate", "SamplingParams"} <= self.names,
-        }
-        self.capabilities = frozenset(k for k, v in offered.items() if v)
+        declared: Any = {}
+        if DECLARATION in self.names:
+            with self._limit(DECLARATION, self.timeout):
+                declared = self.module.SPEC_VERIFY_CAPABILITIES
+        try:
+            overrides = check_capabilities(declared, f"{spec}: {DECLARATION}")
+        except InvalidArgument:
+            self.close()
+            raise
+        self.capabilities = apply_capabilities(offered_capabilities(self.names), overrides)
 
     # ---- the worker -----------------------------------------------------------------------
 
@@ -253,6 +267,29 @@ class WorkerImplementation(Implementation):
                 [int(t) for t in history], rng, [int(t) for t in prompt],
             )  # fmt: skip
         return check_verify_result(self.name, result, m, V)
+
+    def verify_tree(
+        self,
+        target_logits: NDArray[np.float64],
+        parents: Sequence[int],
+        token_ids: Sequence[int],
+        draft_probs: Sequence[NDArray[np.float64] | None] | None,
+        p: Any,
+        history: Sequence[int],
+        rng: Any,
+        prompt: Sequence[int] = (),
+        rule: str = "with_replacement",
+    ) -> tuple[list[int], list[int]]:
+        """The module's ``verify_tree``, its result checked (a path from the root whose tokens
+        are the emitted ones)."""
+        V = np.shape(target_logits)[-1]
+        probs = None if draft_probs is None else list(draft_probs)
+        with self._limit("verify_tree", self.timeout):
+            result = self.module.verify_tree(
+                target_logits, [int(t) for t in parents], [int(t) for t in token_ids], probs, p,
+                [int(t) for t in history], rng, [int(t) for t in prompt], rule=rule,
+            )  # fmt: skip
+        return check_tree_result(self.name, result, parents, token_ids, V)
 
     def sampling_distribution(
         self,

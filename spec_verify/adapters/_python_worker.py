@@ -52,7 +52,7 @@ def _load(kind: str, name: str) -> ModuleType:
     if kind == "mutant":
         from spec_verify.mutants._load import load_mutant
 
-        module: ModuleType = load_mutant(f"mutant:{name}", name).module  # type: ignore[attr-defined]
+        module: ModuleType = load_mutant(f"mutant:{name}", name).module
         return module
     try:
         return importlib.import_module(name)

@@ -70,6 +70,13 @@ def register(subparsers: Any) -> None:
         metavar="S",
         help="seconds per call before an implementation counts as hung (FFI: default 10)",
     )
+    parser.add_argument(
+        "--isolate",
+        action="store_true",
+        help="run a python:, mutant: or reference implementation in a worker process (its "
+        "own session, deadlines and limits enforced from outside) so that nothing it does "
+        "can change the verdict; ffi: libraries always run in one",
+    )
     parser.add_argument("--json", metavar="FILE", help="write the JSON report here")
     parser.add_argument("--junit", metavar="FILE", help="write a JUnit XML report here")
     parser.add_argument("--plots", metavar="DIR", help="write PNG plots here (needs matplotlib)")
@@ -208,6 +215,7 @@ def run(args: argparse.Namespace) -> int:
             allow_not_provable=args.allow_not_provable,
             profile=args.profile,
             capabilities=capabilities,
+            isolate=args.isolate,
         )
     except UnknownImplementation as exc:
         files.write(stub("usage_error", f"nothing was checked: {exc}"), "usage_error")
