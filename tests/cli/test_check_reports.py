@@ -72,6 +72,8 @@ def test_an_interrupted_run_writes_an_interrupted_report(tmp_path, signum):
     process = subprocess.Popen(
         [*_CLI, "check", "--tier", "statistical", "--json", str(report), "--no-progress"],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=tmp_path,
+        # a background shell starts pytest with SIGINT ignored, and children inherit that
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # noqa: PLW1509
     )  # fmt: skip
     running = _wait_for_state(report, "running")
     assert running["passed"] is False
