@@ -155,7 +155,26 @@ def kill_tree(pid: int, extra: Sequence[int] = ()) -> None:
     for p in seen:
         _signal(p, signal.SIGKILL)
     if sys.platform.startswith("linux"):
+        _wait_gone(seen)
         _reap_orphans(pid)
+
+
+def _wait_gone(pids: set[int], limit: float = 2.0) -> None:
+    """Wait (briefly) until every killed process is dead or a zombie: a kill is asynchronous,
+    and the caller's next look must not find them running."""
+    deadline = time.monotonic() + limit
+    left = set(pids)
+    while left and time.monotonic() < deadline:
+        for p in list(left):
+            try:
+                with open(f"/proc/{p}/stat", "rb") as stat:
+                    state = stat.read().rsplit(b")", 1)[1].split()[0]
+            except (OSError, IndexError):
+                state = b"X"
+            if state in (b"Z", b"X"):
+                left.discard(p)
+        if left:
+            time.sleep(0.005)
 
 
 def _reap_orphans(worker_pid: int) -> None:
