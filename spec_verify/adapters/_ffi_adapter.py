@@ -245,7 +245,8 @@ class FfiImplementation(Implementation):
         """
         timeout = self.timeout + _BATCH_SECONDS_PER_CALL * len(calls)
         arrays: dict[str, Any] = {}
-        header: dict[str, Any] = {"kind": "batch", "calls": [_encode_call(c, arrays) for c in calls]}
+        encoded = [_encode_call(c, arrays) for c in calls]
+        header: dict[str, Any] = {"kind": "batch", "calls": encoded}
         if threads != 1:
             header["threads"] = threads
         reply, reply_arrays, _ = self._request(

@@ -21,6 +21,12 @@ from typing import Any, TypeVar
 import numpy as np
 from numpy.typing import NDArray
 
+from spec_verify.adapters._codec import (
+    RemoteAssertionError,
+    RemoteAttributeError,
+    RemoteError,
+    decode_error,
+)
 from spec_verify.adapters._implementations import (
     DECLARATION,
     Implementation,
@@ -28,12 +34,6 @@ from spec_verify.adapters._implementations import (
     check_capabilities,
     check_tree_result,
     offered_capabilities,
-)
-from spec_verify.adapters._codec import (
-    RemoteAssertionError,
-    RemoteAttributeError,
-    RemoteError,
-    decode_error,
 )
 from spec_verify.adapters._process import WorkerProcess
 from spec_verify.adapters._remote import INPUT_CHANGED, Handles, RemoteObject, answer
