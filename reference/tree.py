@@ -286,9 +286,15 @@ def _check_draft_probs(
 
 
 def typical_threshold(p: NDArray[np.float64], epsilon: float, delta: float) -> float:
-    """Medusa's typical-acceptance threshold ``min(epsilon, delta * exp(-H(p)))`` (nats)."""
-    positive = p[p > 0]
-    entropy = float(-np.sum(positive * np.log(positive)))
+    """Medusa's typical-acceptance threshold ``min(epsilon, delta * exp(-H(p)))``.
+
+    ``H`` in nats, summed left to right over ascending ids with libm's ``log`` (``math.log``,
+    Rust's ``f64::ln``), so a port computes the same float.
+    """
+    entropy = 0.0
+    for value in p.tolist():
+        if value > 0.0:
+            entropy -= value * math.log(value)
     return min(epsilon, delta * math.exp(-entropy))
 
 

@@ -239,6 +239,68 @@ int32_t sv_verify_draft(const double* target_logits, int64_t m, int64_t V,
                         int64_t* out_ids, int64_t out_capacity,
                         int64_t* out_n_emitted, int64_t* out_n_accepted);
 
+/* ---- Tree verification (CONTRACT.md section 6): an OPTIONAL symbol --------------------- */
+
+/* A library that exports sv_verify_tree is still ABI version 2: the function is optional.
+ * Loaders look the symbol up (dlsym) and check trees only when it is there; a library
+ * without it is accepted as before (chains only). */
+#define SV_TREE_WITH_REPLACEMENT     0   /* siblings drawn i.i.d. from the node's draft row */
+#define SV_TREE_WITHOUT_REPLACEMENT  1   /* siblings drawn without replacement (distinct) */
+#define SV_TREE_TYPICAL              2   /* Medusa's typical acceptance (lossy) */
+
+/* verify_tree: keep a path of a draft tree and emit one more token of the target's own.
+ *
+ * n              number of draft nodes, >= 0. Node i carries token_ids[i] and hangs below
+ *                parents[i]: -1 (the root: the context) or an earlier node (parents[i] < i);
+ *                else SV_E_SHAPE naming the node (a cycle, a parent after its child, an
+ *                orphan). Token ids in [0, V), else SV_E_ID_RANGE.
+ * target_logits  (n + 1) * V doubles, row-major: row 0 after the context, row i + 1 after the
+ *                path root -> node i (no NaN/+inf, a finite entry per row: else SV_E_NAN).
+ * draft_probs    (n + 1) * V doubles (row 0: the distribution the root's children were drawn
+ *                from; row i + 1: node i's children's), or NULL (every node's children
+ *                deterministic: one-hot q per child). Not read when greedy or typical.
+ * draft_present  n + 1 flags (0: that row is absent, its children deterministic), or NULL
+ *                (every row present). Present rows of nodes with children: finite,
+ *                non-negative, summing to 1 within 1e-6 (else SV_E_DISTRIBUTION), giving each
+ *                child's token q > 0 (else SV_E_ZERO_DRAFT_PROB).
+ * rule           SV_TREE_*; else SV_E_BAD_PARAM. Without replacement, siblings must carry
+ *                distinct tokens (else SV_E_SHAPE) and a present row needs at least as many
+ *                tokens with q > 0 as the node has children (else SV_E_DISTRIBUTION).
+ * epsilon, delta the typical rule's thresholds (finite, >= 0; read only for SV_TREE_TYPICAL).
+ * params, history, prompt, uniform, uniform_ctx, pcg_seed: as for sv_verify_draft; the
+ *                penalties of a node's row see history + the tokens on the path to it.
+ * out_ids        out_capacity writable int64_t: the kept path's tokens and one more.
+ * out_nodes      out_capacity writable int64_t: the kept path's node indices, root down.
+ * out_capacity   >= n + 1, else SV_E_BUFFER (before anything is drawn).
+ * out_n_emitted  receives the number of emitted ids (the path has one node fewer).
+ *
+ * Rules and draw order (CONTRACT.md section 6): at the current node, per child in index order
+ * draw u_accept then u_resample, always both; keep the child iff u_accept * q_j(x) < r(x),
+ * where r starts as the node's row p and, after each rejection, becomes max(0, r - q_j) / Z
+ * (Z a lane sum, as in sv_verify_draft; r unchanged if Z == 0); q_j is the node's row (with
+ * replacement), that row without the tokens rejected before divided by its sequential sum
+ * (without replacement), or one-hot (deterministic). The first kept child becomes the current
+ * node; if every child is rejected emit sv_sample(r, u_resample of the last child), so at most
+ * 2n + 1 uniforms are drawn. A node without children ends with one uniform:
+ * sv_sample(its row, u). Greedy (temperature == 0): the longest path whose every token is its
+ * parent row's argmax (ties to the path branching to the lower index first), then the argmax;
+ * no uniform. Typical: the longest path whose every token x has
+ * p(x) > min(epsilon, delta * exp(-H(p))) at its parent (H summed left to right, natural log),
+ * then one uniform for sv_sample of the last kept node's row.
+ *
+ * Errors: SV_E_NULL, SV_E_SHAPE, SV_E_BAD_PARAM, SV_E_BUFFER, SV_E_ID_RANGE, SV_E_NAN,
+ * SV_E_DISTRIBUTION, SV_E_ZERO_DRAFT_PROB (all before any draw), SV_E_CALLBACK. */
+int32_t sv_verify_tree(const double* target_logits, int64_t n, int64_t V,
+                       const int64_t* parents, const int64_t* token_ids,
+                       const double* draft_probs, const uint8_t* draft_present,
+                       int32_t rule, double epsilon, double delta,
+                       const sv_sampling_params* params,
+                       const int64_t* history, int64_t n_history,
+                       const int64_t* prompt, int64_t n_prompt,
+                       sv_uniform_fn uniform, void* uniform_ctx, uint64_t pcg_seed,
+                       int64_t* out_ids, int64_t* out_nodes, int64_t out_capacity,
+                       int64_t* out_n_emitted);
+
 /* ---- Prompt lookup (CONTRACT.md section 4) ----------------------------------------------- */
 
 /* PromptLookupDraft(max_ngram, min_ngram).propose(ctx, k): for n from

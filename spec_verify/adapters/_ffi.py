@@ -35,9 +35,11 @@ from spec_verify.reference.errors import (
 __all__ = [
     "ABI_VERSION",
     "CANARY_WORDS",
+    "OPTIONAL_SYMBOLS",
     "REQUEST_STREAM",
     "STATUS_NAMES",
     "SYMBOLS",
+    "TREE_RULE_CODES",
     "CallbackFailed",
     "Library",
     "SvSamplingParams",
@@ -165,6 +167,39 @@ SYMBOLS: dict[str, tuple[Any, tuple[Any, ...]]] = {
 }
 
 
+# Optional symbols: a library without them is still ABI version 2 (a capability less).
+OPTIONAL_SYMBOLS: dict[str, tuple[Any, tuple[Any, ...]]] = {
+    "sv_verify_tree": (
+        ctypes.c_int32,
+        (
+            _F64P,  # target_logits, (n + 1) * V
+            _i64,  # n
+            _i64,  # V
+            _I64P,  # parents
+            _I64P,  # token_ids
+            _F64P,  # draft_probs, (n + 1) * V or NULL
+            ctypes.POINTER(ctypes.c_uint8),  # draft_present, n + 1 flags or NULL
+            ctypes.c_int32,  # rule
+            _f64,  # epsilon
+            _f64,  # delta
+            _PARAMSP,  # params
+            _I64P,  # history
+            _i64,  # n_history
+            _I64P,  # prompt
+            _i64,  # n_prompt
+            _UniformFn,  # uniform
+            ctypes.c_void_p,  # uniform_ctx
+            _u64,  # pcg_seed
+            _I64P,  # out_ids
+            _I64P,  # out_nodes
+            _i64,  # out_capacity
+            _I64P,  # out_n_emitted
+        ),
+    ),
+}
+TREE_RULE_CODES = {"with_replacement": 0, "without_replacement": 1, "typical": 2}
+
+
 class CallbackFailed(Exception):
     """The uniform source raised (carried back to the caller unchanged as ``__cause__``)."""
 
@@ -257,6 +292,12 @@ class Library:
                 "export every function of the header with C linkage",
             )
         for name, (restype, argtypes) in SYMBOLS.items():
+            function = getattr(self._lib, name)
+            function.restype = restype
+            function.argtypes = argtypes
+        self.optional = frozenset(name for name in OPTIONAL_SYMBOLS if hasattr(self._lib, name))
+        for name in self.optional:
+            restype, argtypes = OPTIONAL_SYMBOLS[name]
             function = getattr(self._lib, name)
             function.restype = restype
             function.argtypes = argtypes
@@ -614,6 +655,110 @@ class Library:
                 "verify_draft", f"returned ids out of [0, {V}): {bad} (emitted {tokens})"
             )
         return tokens, accepted
+
+    def verify_tree(
+        self,
+        target_logits: NDArray[np.float64],
+        parents: Sequence[int],
+        token_ids: Sequence[int],
+        draft_probs: Sequence[Any] | None,
+        params: SvSamplingParams,
+        history: Sequence[int] = (),
+        prompt: Sequence[int] = (),
+        rule: str = "with_replacement",
+        uniform: Callable[[], float] | None = None,
+        pcg_seed: int = 0,
+        epsilon: float = 0.09,
+        delta: float = 0.3,
+    ) -> tuple[list[int], list[int]]:
+        """``sv_verify_tree`` (optional symbol): ``(emitted_ids, accepted_nodes)``.
+
+        ``draft_probs`` is None or ``n + 1`` entries (root first), each a row or None.
+        """
+        if "sv_verify_tree" not in self.optional:
+            raise self._implementation_error("verify_tree", "is not exported by this library")
+        if rule not in TREE_RULE_CODES:
+            raise InvalidParams("rule", rule, f"must be one of {', '.join(TREE_RULE_CODES)}")
+        parent_ids = _ids("parents", parents)
+        ids = _ids("token_ids", token_ids)
+        n = len(parent_ids)
+        rows = np.asarray(target_logits, dtype=np.float64)
+        if rows.ndim != 2 or rows.shape[0] != n + 1 or rows.shape[1] < 1:
+            raise InvalidLogits(
+                "target_logits", target_logits,
+                f"has shape {rows.shape}; it must be (n + 1, V) = ({n + 1}, V) for n = {n} nodes",
+            )
+        rows = np.ascontiguousarray(rows)
+        V = rows.shape[1]
+        q: NDArray[np.float64] | None = None
+        present: NDArray[np.uint8] | None = None
+        if draft_probs is not None:
+            if len(draft_probs) != n + 1:
+                raise InvalidDraft("draft_probs", f"{len(draft_probs)} entries",
+                                   f"must have n + 1 = {n + 1} entries (root first)")
+            q = np.zeros((n + 1, V), dtype=np.float64)
+            present = np.zeros(n + 1, dtype=np.uint8)
+            for i, row in enumerate(draft_probs):
+                if row is None:
+                    continue
+                entry = np.asarray(row, dtype=np.float64)
+                if entry.shape != (V,):
+                    raise InvalidDraft("draft_probs", f"entry {i} of shape {entry.shape}",
+                                       f"entry {i} must have V = {V} entries")
+                q[i] = entry
+                present[i] = 1
+        history_ids = _ids("history", history)
+        prompt_ids = _ids("prompt", prompt)
+        _check_u64("pcg_seed", pcg_seed)
+        inputs = [("target_logits", rows, rows.copy()), ("parents", parent_ids, parent_ids.copy()),
+                  ("token_ids", ids, ids.copy())]
+        failure: list[BaseException] = []
+        returned_bad: list[float] = []
+
+        def trampoline(_ctx: Any) -> float:
+            if failure:
+                return -1.0
+            try:
+                value = float(uniform() if uniform is not None else -1.0)
+            except BaseException as exc:  # carried to the caller below, never into C
+                failure.append(exc)
+                return -1.0
+            if not 0.0 <= value < 1.0:
+                returned_bad.append(value)
+            return value
+
+        callback = _UniformFn(trampoline) if uniform is not None else _UniformFn()
+        capacity = n + 1
+        out = _with_canary(capacity, np.int64, _CANARY_I64)
+        nodes = _with_canary(capacity, np.int64, _CANARY_I64)
+        n_emitted = _with_canary(1, np.int64, _CANARY_I64)
+        status = self._lib.sv_verify_tree(
+            _ptr(rows, _F64P), n, V, _ptr(parent_ids, _I64P), _ptr(ids, _I64P),
+            _ptr(q, _F64P),
+            None if present is None else present.ctypes.data_as(ctypes.POINTER(ctypes.c_uint8)),
+            TREE_RULE_CODES[rule], float(epsilon), float(delta), ctypes.byref(params),
+            _ptr(history_ids, _I64P), len(history_ids), _ptr(prompt_ids, _I64P),
+            len(prompt_ids), callback, None, pcg_seed, _ptr(out, _I64P), _ptr(nodes, _I64P),
+            capacity, _ptr(n_emitted, _I64P),
+        )
+        self._check_canary("verify_tree", "out_ids", out, capacity)
+        self._check_canary("verify_tree", "out_nodes", nodes, capacity)
+        self._check_canary("verify_tree", "out_n_emitted", n_emitted, 1)
+        for argument, array, before in inputs:
+            self._check_unchanged("verify_tree", argument, before, array)
+        if failure:
+            raise CallbackFailed("the uniform source raised") from failure[0]
+        if status != SV_OK:
+            values = {"target_logits": target_logits, "parents": list(parents),
+                      "token_ids": list(token_ids), "draft_probs": draft_probs,
+                      "history": list(history), "prompt": list(prompt),
+                      "rng": returned_bad[0] if returned_bad else None, "V": V}
+            self._raise(status, "verify_tree", values)
+        emitted = int(n_emitted[0])
+        if not 1 <= emitted <= n + 1:
+            raise self._implementation_error(
+                "verify_tree", f"returned n_emitted={emitted} for n={n} nodes")
+        return [int(t) for t in out[:emitted]], [int(i) for i in nodes[: emitted - 1]]
 
     # ---- prompt lookup --------------------------------------------------------------------
 

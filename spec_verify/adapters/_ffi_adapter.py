@@ -35,7 +35,7 @@ from numpy.typing import NDArray
 
 from spec_verify.adapters._codec import decode_error, decode_value, encode_value
 from spec_verify.adapters._ffi import PARAM_FIELDS, params_struct
-from spec_verify.adapters._implementations import Implementation
+from spec_verify.adapters._implementations import Implementation, check_tree_result
 from spec_verify.adapters._process import WorkerProcess
 from spec_verify.adapters._wire import WireError, require
 from spec_verify.errors import ImplementationError, UnknownImplementation
@@ -87,7 +87,8 @@ class FfiImplementation(Implementation):
     Attributes:
         name: ``ffi:<absolute path>``.
         timeout: seconds of library time allowed per call (a batch gets more).
-        last_uniforms_drawn: how many uniforms the last ``verify_draft`` drew.
+        last_uniforms_drawn: how many uniforms the last ``verify_draft`` or ``verify_tree``
+            drew.
     """
 
     def __init__(self, path: str | os.PathLike[str], timeout: float = DEFAULT_TIMEOUT) -> None:
@@ -124,6 +125,11 @@ class FfiImplementation(Implementation):
                 if kind != "ready":
                     raise WireError(f"the greeting is {kind!r:.40}, not 'ready'")
                 self.abi_version = require(reply, "abi_version", int)
+                optional = reply.get("optional", [])
+                if not (isinstance(optional, list) and all(isinstance(o, str) for o in optional)):
+                    raise WireError("the greeting's optional symbols are not a list of names")
+                if "sv_verify_tree" in optional:  # the optional tree symbol (spec_verify.h)
+                    self.capabilities = self.capabilities | {"verify_tree"}
             except WireError as exc:
                 worker.kill()
                 raise ImplementationError(
@@ -210,7 +216,7 @@ class FfiImplementation(Implementation):
             outcome, value, drawn = _decode_outcome(self.name, reply, reply_arrays)
         except WireError as exc:
             raise self._protocol_error(method, exc) from None
-        if method == "verify_draft":
+        if method in ("verify_draft", "verify_tree"):
             self.last_uniforms_drawn = drawn
         if outcome == "err" and value == "remote_failed":
             # the caller's uniform source raised: as a Python implementation would
@@ -326,6 +332,55 @@ class FfiImplementation(Implementation):
             return result
         result = self._call("verify_draft", kwargs, ("remote",), rng)
         return result
+
+    def verify_tree(
+        self,
+        target_logits: NDArray[np.float64],
+        parents: Sequence[int],
+        token_ids: Sequence[int],
+        draft_probs: Sequence[Any] | None,
+        p: Any,
+        history: Sequence[int],
+        rng: Any,
+        prompt: Sequence[int] = (),
+        rule: str = "with_replacement",
+    ) -> tuple[list[int], list[int]]:
+        """``sv_verify_tree`` (libraries exporting it have the ``verify_tree`` capability).
+
+        Uniforms reach the library in its draw order as for ``verify_draft``: pre-drawn from
+        a copy of a deterministic generator (at most ``2n + 1`` for ``n`` nodes: two per
+        examined child and the last draw), else asked from ``rng`` one by one.
+        """
+        kwargs: dict[str, Any] = {
+            "target_logits": np.asarray(target_logits, dtype=np.float64),
+            "parents": list(parents),
+            "token_ids": list(token_ids),
+            "draft_probs": None if draft_probs is None else [
+                None if row is None else np.asarray(row, dtype=np.float64)
+                for row in draft_probs
+            ],
+            "params": self.params_tuple(p),
+            "history": list(history),
+            "prompt": list(prompt),
+            "rule": rule,
+        }
+        greedy = kwargs["params"][0] == 0.0
+        if rng is None or not callable(getattr(rng, "random", None)):
+            source = ("forbid",) if greedy else ("missing",)
+            result = self._call("verify_tree", kwargs, source)
+        elif type(rng) in _COPYABLE_SOURCES:
+            twin = copy.deepcopy(rng)
+            script = [float(twin.random()) for _ in range(2 * len(kwargs["parents"]) + 1)]
+            try:
+                result = self._call("verify_tree", kwargs, ("list", script))
+            finally:
+                for _ in range(min(self.last_uniforms_drawn or 0, len(script))):
+                    rng.random()
+        else:
+            result = self._call("verify_tree", kwargs, ("remote",), rng)
+        return check_tree_result(
+            self.name, result, kwargs["parents"], kwargs["token_ids"], np.shape(target_logits)[-1]
+        )
 
     def sampling_distribution(
         self,

@@ -8,7 +8,8 @@ started), and the parent turns that into an ``ImplementationError``.
 
 Frames from the parent: ``{"kind": "call", "call": CALL}``, ``{"kind": "batch", "calls":
 [CALL, ...]}``, ``{"kind": "quit"}``; a CALL is ``{"method", "kwargs", "source"}`` with the
-arguments as ``_codec`` values. A ``source`` says where ``verify_draft``'s uniforms come from:
+arguments as ``_codec`` values. A ``source`` says where the uniforms of ``verify_draft`` and
+``verify_tree`` (the optional ``sv_verify_tree``) come from:
 ``["remote"]`` asks the parent for each one (a ``{"kind": "callback", "what": "uniform"}``
 frame, answered ``{"kind": "u", "value": x}`` or ``{"kind": "u_fail"}``), so any uniform
 source works across the boundary in the contract's draw order; ``["list", uniforms]`` reads a
@@ -20,7 +21,8 @@ validation comes first, in the reference's order). A batch may carry ``"threads"
 drops the GIL during a foreign call, so the library runs in parallel), the outcomes still in
 call order: the thread-safety check. Each answer is an OUTCOME ``{"outcome":
 "ok" | "err", "value": value or error, "drawn": n}``; the greeting is ``{"kind": "ready",
-"abi_version", "pid"}`` or ``{"kind": "load_error", "error"}``.
+"abi_version", "pid", "optional"}`` (``optional``: the optional symbols the library exports,
+e.g. ``["sv_verify_tree"]``) or ``{"kind": "load_error", "error"}``.
 """
 
 from __future__ import annotations
@@ -131,6 +133,20 @@ def run_call(
                 _params(kwargs["params"]),
                 kwargs.get("history", ()),
                 kwargs.get("prompt", ()),
+                uniform,
+                seed,
+            )
+        elif method == "verify_tree":
+            uniform, seed = _uniform_source(source or ("forbid",), sock, counter)
+            value = lib.verify_tree(
+                kwargs["target_logits"],
+                kwargs["parents"],
+                kwargs["token_ids"],
+                kwargs.get("draft_probs"),
+                _params(kwargs["params"]),
+                kwargs.get("history", ()),
+                kwargs.get("prompt", ()),
+                kwargs.get("rule", "with_replacement"),
                 uniform,
                 seed,
             )
@@ -248,7 +264,8 @@ def main(argv: list[str]) -> int:
     except UnknownImplementation as exc:
         send_message(sock, {"kind": "load_error", "error": encode_error(exc)})
         return 0
-    send_message(sock, {"kind": "ready", "abi_version": lib.abi_version, "pid": os.getpid()})
+    send_message(sock, {"kind": "ready", "abi_version": lib.abi_version, "pid": os.getpid(),
+                        "optional": sorted(lib.optional)})
     np.seterr(all="ignore")
     while True:
         try:

@@ -34,6 +34,7 @@ PLANTED_BUGS = (
     "bug_penalty_window",
     "bug_sample_inclusive",
     "bug_shared_scratch",
+    "bug_tree_stale_residual",
 )
 
 

@@ -17,9 +17,9 @@ MUST_FAIL = {
     "bug_sample_inclusive": {"sample"},
 }
 ABI_CHECKS = [
-    "verify_draft", "sampling_distribution", "prompt_lookup", "pcg32", "sample",
+    "verify_draft", "sampling_distribution", "prompt_lookup", "pcg32", "verify_tree", "sample",
     "speculative_step", "status_name", "thread_safety",
-]  # fmt: skip
+]  # fmt: skip  (verify_tree: the port exports the optional sv_verify_tree)
 
 
 def _failing(path: object, seed: int, n_cases: int) -> set[str]:

@@ -21,6 +21,7 @@ FIRST_FAILING_TIER = {
     "bug_penalty_window": "greedy",
     "bug_sample_inclusive": "parity",
     "bug_shared_scratch": "parity",
+    "bug_tree_stale_residual": "parity",  # the tree parity check (greedy trees are right)
 }
 FAST_TIERS = ["contract", "greedy", "parity"]
 

@@ -4,6 +4,8 @@
 //! - [`pcg32`]: the request stream, bit for bit;
 //! - [`sampling`]: the sampling distribution and inverse-CDF sampling;
 //! - [`verify`]: the rejection step and `verify_draft` in the contract's draw order;
+//! - [`tree`]: `verify_tree` (CONTRACT.md section 6; its C symbol `sv_verify_tree` is
+//!   optional in the ABI and lives in `ffi/tree.rs`);
 //! - [`lookup`]: prompt lookup;
 //! - `ffi` (crate-private): the `extern "C"` functions and the ABI's own `#[repr(C)]`
 //!   parameter struct (validation, error codes, no panic across the ABI);
@@ -17,12 +19,14 @@ pub(crate) mod ffi;
 pub mod lookup;
 pub mod pcg32;
 pub mod sampling;
+pub mod tree;
 pub mod verify;
 
 pub use error::{ErrorCode, SvError, SvResult};
 pub use lookup::prompt_lookup;
 pub use pcg32::{request_rng, Pcg32};
 pub use sampling::{sample_with, sampling_distribution, SamplingParams};
+pub use tree::{verify_tree, TreeVerified};
 pub use verify::{speculative_step, verify_draft, Verified};
 
 /// The planted bugs compiled into this build (empty for a clean build).
@@ -47,4 +51,6 @@ pub const PLANTED_BUGS: &[&str] = &[
     "bug_shared_scratch",
     #[cfg(feature = "bug_sample_inclusive")]
     "bug_sample_inclusive",
+    #[cfg(feature = "bug_tree_stale_residual")]
+    "bug_tree_stale_residual",
 ];

@@ -15,6 +15,7 @@ use crate::sampling::{check_probs, sample_with, sampling_distribution, SamplingP
 use crate::verify::{speculative_step, verify_draft};
 
 mod params;
+mod tree;
 
 pub(crate) use params::SvSamplingParams;
 
@@ -860,8 +861,12 @@ mod tests {
         let header = std::fs::read_to_string(path).expect("spec_verify/spec_verify.h is readable");
         let mut codes = Vec::new();
         let mut functions = Vec::new();
+        let mut tree_rules = Vec::new();
         for line in header.lines() {
             let words: Vec<&str> = line.split_whitespace().collect();
+            if words.len() >= 3 && words[0] == "#define" && words[1].starts_with("SV_TREE_") {
+                tree_rules.push((words[1].to_string(), words[2].parse::<i32>().unwrap()));
+            }
             if words.len() >= 3
                 && words[0] == "#define"
                 && (words[1] == "SV_OK" || words[1].starts_with("SV_E_"))
@@ -898,9 +903,23 @@ mod tests {
             "sv_sample",
             "sv_speculative_step",
             "sv_verify_draft",
+            "sv_verify_tree",
             "sv_prompt_lookup",
         ];
         exported.sort();
         assert_eq!(functions, exported);
+        // sv_verify_tree's rule constants are the crate's
+        let crate_rules = [
+            (
+                "SV_TREE_WITH_REPLACEMENT".to_string(),
+                crate::tree::RULE_WITH_REPLACEMENT,
+            ),
+            (
+                "SV_TREE_WITHOUT_REPLACEMENT".to_string(),
+                crate::tree::RULE_WITHOUT_REPLACEMENT,
+            ),
+            ("SV_TREE_TYPICAL".to_string(), crate::tree::RULE_TYPICAL),
+        ];
+        assert_eq!(tree_rules, crate_rules);
     }
 }
