@@ -36,7 +36,7 @@ from collections.abc import Sequence
 from types import ModuleType
 from typing import Any
 
-from ._rpc import DUNDERS, Endpoint, Remote
+from ._rpc import DUNDERS, Endpoint, Remote, pickle_handle
 
 __all__ = ["PACKAGE", "connect", "install"]
 
@@ -102,8 +102,10 @@ class _Proxied:
         return self._sv_endpoint.builtin("deepcopy", _target(self))
 
     def __reduce_ex__(self, protocol: Any) -> Any:
-        raise TypeError(f"a {type(self).__name__} lives in the graded sampler's process and "
-                        "cannot be pickled")
+        if type(self) not in self._sv_endpoint.handle_types:
+            raise TypeError(f"a {type(self).__name__} (a subclass of a class served from the "
+                            "graded sampler's process) cannot be pickled")
+        return pickle_handle(self, _target(self))
 
 
 def _bind(instance: Any, endpoint: Endpoint, number: int) -> None:

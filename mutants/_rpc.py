@@ -5,7 +5,8 @@ The grader serves the graded sampler from one process (``_sampler.py``) to the s
 drafts, models, caches and results as *handles*; the reference holds the suite's callbacks (its
 uniform source, a draft or model it wrote) the same way. Plain data travels by value: None,
 bools, ints, floats, strings, bytes, lists, tuples, dicts, sets, ranges, complex numbers,
-fractions, slices, numpy arrays and scalars of plain dtypes. Everything else travels as a
+fractions, slices, numpy arrays and scalars of plain dtypes, numeric numpy dtypes and scalar
+types and the builtin value types (by name, from one table). Everything else travels as a
 reference to the side that owns it, and calls, attribute reads and writes, and the few
 builtins in ``BUILTINS`` on a reference go back to that side.
 
@@ -38,7 +39,7 @@ import numpy as np
 from spec_verify.adapters import _wire
 from spec_verify.adapters._wire import WireError, recv_message
 
-__all__ = ["BUILTINS", "Endpoint", "ProtocolError", "Remote", "RemoteError"]
+__all__ = ["BUILTINS", "Endpoint", "ProtocolError", "Remote", "RemoteError", "pickle_handle"]
 
 _MAX_ITEMS = 1 << 20  # elements of one container, either way
 _DTYPE = re.compile(r"[<>|=][biufc][0-9]{1,2}")
@@ -77,6 +78,18 @@ DUNDERS: Mapping[str, str] = {
 }
 
 _SAFE_EXCEPTION_MODULES = ("builtins", "dataclasses", "numpy")
+
+# Types that travel by value, by name: numpy's scalar types of plain dtypes (``np.float16``,
+# ``np.int64``, ``np.bool_``: what a suite passes as a dtype) and the builtin value types. Both
+# sides hold the same table, so a name never names anything else; every other type is a handle.
+_TYPES_BY_NAME: Mapping[str, type] = {
+    **{f"numpy.{np.dtype(code).type.__name__}": np.dtype(code).type
+       for code in "?bBhHiIlLqQefdgFDG"},
+    **{f"builtins.{kind.__name__}": kind
+       for kind in (bool, int, float, complex, str, bytes, list, tuple, dict, set, frozenset,
+                    object)},
+}
+_TYPES_BY_VALUE: Mapping[type, str] = {kind: name for name, kind in _TYPES_BY_NAME.items()}
 
 
 class Remote:
@@ -117,8 +130,36 @@ class Remote:
         return self._sv_endpoint.builtin("deepcopy", self)
 
     def __reduce_ex__(self, protocol: Any) -> Any:
-        raise TypeError("a handle on an object of the graded sampler's process cannot be "
-                        "pickled; copy what you need out of it")
+        return pickle_handle(self, self)
+
+
+# Handles pickled in this process: key -> a copy of the peer's object, made when it was pickled
+# (what ``pickle.dumps`` freezes in-process); ``pickle.loads`` copies it again, so every load
+# is a fresh object, as in-process. The key is meaningless in any other process.
+_PICKLED: dict[int, Any] = {}
+
+
+def pickle_handle(handle: Any, target: Any) -> tuple[Any, ...]:
+    """``__reduce_ex__`` of a handle: pickle, then unpickle in this process, works as it does
+    in-process (a reference exception holding a served object in an attribute pickles; a suite
+    may check that it does). ``target`` is what requests name (the handle itself, or the served
+    object of a suite's subclass)."""
+    endpoint = handle._sv_endpoint
+    frozen = endpoint.builtin("deepcopy", target)
+    key = len(_PICKLED) + 1
+    _PICKLED[key] = frozen
+    return (_unpickle_handle, (key,))
+
+
+def _unpickle_handle(key: int) -> Any:
+    frozen = _PICKLED.get(key)
+    if frozen is None:
+        import pickle
+
+        raise pickle.UnpicklingError(
+            "this pickle holds an object of the graded sampler's process: it unpickles in the "
+            "process that pickled it only (docs/grading.md, what cannot be proxied)")
+    return frozen._sv_endpoint.builtin("deepcopy", frozen)
 
 
 def _forwarding_dunder(dunder: str, builtin: str) -> Callable[..., Any]:
@@ -273,6 +314,14 @@ class Endpoint:
             start = len(blob)
             blob += value.tobytes()
             return {"t": "scalar", "d": value.dtype.str, "o": start, "n": value.nbytes}
+        if (kind is type and value in _TYPES_BY_VALUE) or (
+                isinstance(value, np.dtype) and _DTYPE.fullmatch(value.str)):
+            # numpy dtypes and scalar types, and the builtin value types, are values: the
+            # reference calls ``np.dtype(x)`` on what a suite passes (``new_cache(np.float16)``)
+            # and a suite compares what comes back with ``np.float32``; a handle would be
+            # neither (the peer's numpy cannot convert a handle on this side's type)
+            return {"t": "type", "v": _TYPES_BY_VALUE[value]} if kind is type else {
+                "t": "dtype", "d": value.str}
         if kind is bytes:
             start = len(blob)
             blob += value
@@ -334,6 +383,16 @@ class Endpoint:
             return slice(*(self.decode(v, blob, depth + 1) for v in _list(items)))
         if tag == "ellipsis":
             return Ellipsis
+        if tag == "type":
+            found = _TYPES_BY_NAME.get(items) if isinstance(items, str) else None
+            if found is None:
+                raise ProtocolError(f"type {items!r:.40} is not one that travels by value")
+            return found
+        if tag == "dtype":
+            dtype = data.get("d")
+            if not (isinstance(dtype, str) and _DTYPE.fullmatch(dtype)):
+                raise ProtocolError(f"dtype {dtype!r:.20} is not a plain numeric dtype")
+            return np.dtype(dtype)
         if tag == "method":
             return _MethodMarker()
         if tag == "yours":

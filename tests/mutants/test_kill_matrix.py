@@ -40,14 +40,6 @@ def test_each_mutant_is_killed_by_its_declared_test():
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    reason="known defect of the grader's proxy (issue 11, open): with the torch extra installed, "
-    "the clean run of tests/reference through the proxy fails 2 of 230 tests "
-    "(test_bad_arguments[generate tok]: a numpy dtype attribute is refused at mutants/_rpc.py:450; "
-    "the tree module's doctests); without torch it passes. Each mutant's declared kill is still "
-    "asserted by test_each_mutant_is_killed_by_its_declared_test",
-    strict=False,
-)
 def test_full_kill_matrix(capsys):
     """Each mutant against every test in tests/reference: all killed, the declared killer
     among the killers, and the clean reference passes everything."""

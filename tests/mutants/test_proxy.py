@@ -7,10 +7,13 @@ reference, which the tests compare the proxy with).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import os
+import pickle
 import socket
+import sys
 from types import ModuleType
 
 import numpy as np
@@ -18,6 +21,7 @@ import pytest
 
 import spec_verify.reference as real
 from spec_verify.adapters._wire import send_message
+from spec_verify.mutants import _rpc
 from spec_verify.mutants._proxy import connect
 from spec_verify.mutants._rpc import Endpoint, ProtocolError, Remote
 from spec_verify.mutants._source import canary_sources, reference_sources
@@ -155,6 +159,68 @@ def test_exceptions_arrive_as_the_reference_s_classes(ref):
     assert str(copy.copy(info.value)) == str(info.value)
 
 
+@contextlib.contextmanager
+def _classes_found_by_pickle(*classes):
+    """Make pickle find proxy classes under their module names (the suite's process has the
+    proxy in ``sys.modules``; this test process keeps the real reference there)."""
+    saved = {}
+    for cls in classes:
+        module = ModuleType(cls.__module__)
+        setattr(module, cls.__qualname__, cls)
+        saved[cls.__module__] = sys.modules.get(cls.__module__)
+        sys.modules[cls.__module__] = module
+    try:
+        yield
+    finally:
+        for name, module in saved.items():
+            sys.modules[name] = module
+
+
+def test_an_exception_holding_a_served_object_pickles(ref):
+    # regression (issue 11): tests/reference/test_bad_arguments.py pickles every bad-argument
+    # error; "generate tok" carries the tokenizer in its ``value`` attribute, a served object,
+    # and the kill matrix's clean run failed through the proxy ("cannot be pickled")
+    tok = ref.CharTokenizer("abc")
+    with pytest.raises(ref.ContractError, match="tok") as info:
+        ref.generate(ref.BagLM(5), tok, [1], ref.SamplingParams())
+    kind = type(info.value)
+    with _classes_found_by_pickle(kind):
+        clone = pickle.loads(pickle.dumps(info.value))
+    assert type(clone) is kind and str(clone) == str(info.value)
+    assert isinstance(clone.value, ref.CharTokenizer) and clone.value is not tok
+    assert repr(clone.value) == repr(tok) == repr(real.CharTokenizer("abc"))
+    assert clone.value.vocab_size == tok.vocab_size
+
+
+def test_a_served_object_pickles_as_a_copy_made_when_pickled(ref):
+    rng = ref.request_rng(7)
+    data = pickle.dumps(rng)
+    first = rng.random()  # after pickling: the pickle froze the state before this draw
+    again, other = pickle.loads(data), pickle.loads(data)
+    assert again is not rng and again is not other  # each load is a fresh object
+    assert again.random() == other.random() == first
+    local = real.request_rng(7)
+    assert first == local.random()
+    key = max(_rpc._PICKLED)
+    frozen = _rpc._PICKLED.pop(key)  # as in another process: nothing to unpickle from
+    try:
+        with pytest.raises(pickle.UnpicklingError, match="process that pickled it"):
+            pickle.loads(data)
+    finally:
+        _rpc._PICKLED[key] = frozen
+
+
+def test_numpy_dtypes_and_scalar_types_travel_by_value(ref):
+    # regression (issue 11): model.new_cache(np.float16) sent np.float16 as a handle and the
+    # sampler's numpy could not convert it ("Could not convert ... to a NumPy dtype")
+    model = ref.AttentionLM(8, d_model=16, n_layers=3, n_heads=4, max_positions=32)
+    for dtype in (np.float16, np.float32, np.dtype("float16"), float):
+        cache = model.new_cache(dtype)
+        assert cache.keys[0].dtype == np.dtype(dtype), dtype
+    with pytest.raises(ref.InvalidParams, match="kv_dtype"):
+        ref.KVCache((3, 4, 32, 4), np.int32)
+
+
 def test_a_callback_s_own_exception_comes_home(ref):
     logits = np.log(np.array([[0.5, 0.25, 0.25], [1 / 3, 1 / 3, 1 / 3]]))
     rng = Uniforms(0.7)  # one uniform short
@@ -227,7 +293,8 @@ def test_plain_values_round_trip():
               [1, [2]], (1, 2), {"a": 1, 2: (3,)}, {1, 2}, frozenset({3}), range(1, 9, 2),
               1 + 2j, Fraction(1, 3), slice(1, None, 2), Ellipsis,
               np.arange(6, dtype=np.float16).reshape(2, 3), np.int64(7), np.float32(0.5),
-              np.array([True, False])]
+              np.array([True, False]), np.float16, np.int64, np.bool_, np.longlong, float,
+              int, np.dtype("<f4"), np.dtype("bool")]
     blob = bytearray()
     data = [left.encode(v, blob) for v in values]
     back = [right.decode(d, memoryview(bytes(blob))) for d in data]
@@ -247,6 +314,8 @@ def test_plain_values_round_trip():
 @pytest.mark.parametrize("data", [
     {"t": "yours", "id": 999}, {"t": "array", "d": "|O8", "s": [1], "o": 0, "n": 8},
     {"t": "array", "d": "<f8", "s": [2], "o": 0, "n": 8}, {"t": "nope"}, {"t": "bytes"},
+    {"t": "type", "v": "os.system"}, {"t": "type", "v": "builtins.eval"},
+    {"t": "dtype", "d": "|O8"}, {"t": "dtype", "d": 3},
 ])
 def test_malformed_values_are_refused(data):
     a, _ = socket.socketpair()

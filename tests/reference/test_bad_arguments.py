@@ -6,7 +6,6 @@ Each row must raise a ``ValueError`` subclass whose message names the argument, 
 
 from __future__ import annotations
 
-import doctest
 import importlib
 import pickle
 
@@ -16,6 +15,8 @@ import pytest
 from spec_verify import reference as ref
 from spec_verify.reference import SamplingParams
 from spec_verify.reference.exact import exact_step
+
+from ._doctests import check_doctests
 
 P = np.array([0.5, 0.25, 0.25])
 Q = np.array([0.25, 0.5, 0.25])
@@ -85,9 +86,7 @@ def test_bad_argument_raises_naming_it(label, call, argument):
 
 @pytest.mark.parametrize("name", ["pcg32", "sampling", "rejection", "verify", "drafts", "models"])
 def test_doctests(name):
-    module = importlib.import_module(f"spec_verify.reference.{name}")
-    failures, _ = doctest.testmod(module)
-    assert failures == 0
+    check_doctests(importlib.import_module(f"spec_verify.reference.{name}"))
 
 
 def isort_style(name):
