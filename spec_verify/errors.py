@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
+    "BudgetExhausted",
     "ImplementationError",
     "InvalidArgument",
     "InvalidDistribution",
@@ -61,6 +62,30 @@ class ImplementationError(SpecVerifyError):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (type(self), (self.impl, self.call, self.reason))
+
+
+class BudgetExhausted(BaseException):
+    """A call was not made, or was stopped, because the run's whole-time budget ran out
+    (``spec-verify check --budget``).
+
+    A ``BaseException``, like ``KeyboardInterrupt``: it must pass through every tier's
+    ``except Exception`` (which would count it as one more failing case) up to the runner,
+    which reports the unfinished tier as ERROR, never as a pass or as the implementation's
+    wrong answers.
+    """
+
+    def __init__(self, impl: str, call: str, budget: float | None = None) -> None:
+        shown = f" of {budget:g} s" if budget is not None else ""
+        self.impl = impl
+        self.call = call
+        self.budget = budget
+        self.reason = (
+            f"was not run: the run's budget{shown} is exhausted (raise --budget, or use --quick)"
+        )
+        super().__init__(f"{impl}: {call} {self.reason}")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.impl, self.call, self.budget))
 
 
 def _short(value: Any, limit: int = 80) -> str:

@@ -31,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import os
+import sys
 import zlib
 from collections.abc import Callable, Generator
 from pathlib import Path
@@ -235,11 +236,13 @@ def _implementation(config: pytest.Config) -> Any:
     if _IMPL_KEY not in config.stash:
         from spec_verify.adapters._implementations import load_implementation
 
-        # In process for now: the fixtures hand the module's own objects (its SamplingParams)
-        # to test authors; serving them from a worker, as ``check`` does, is issue 10's
-        # remaining step (the grader already serves the graded sampler from its own process).
+        # From a worker, as ``check`` does: the fixtures hand test authors proxies of the
+        # module's objects. Under the grader, ``spec_verify.reference`` here is already the
+        # grader's proxy of a sampler in another process (mutants/_proxy.py), which a worker
+        # would not see (it would import the installed reference), so that run keeps it here.
+        graded = any(type(f).__module__ == "spec_verify.mutants._proxy" for f in sys.meta_path)
         config.stash[_IMPL_KEY] = load_implementation(
-            config.getoption("--spec-impl"), in_process=True
+            config.getoption("--spec-impl"), in_process=graded
         )
     return config.stash[_IMPL_KEY]
 

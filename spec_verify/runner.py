@@ -15,6 +15,8 @@ exit code, JSON and JUnit all read.
 
 from __future__ import annotations
 
+import contextlib
+import math
 import shlex
 import time
 import traceback
@@ -24,7 +26,12 @@ from typing import Any
 
 from spec_verify.adapters import Implementation, load_implementation
 from spec_verify.adapters._implementations import apply_capabilities, check_capabilities
-from spec_verify.errors import ImplementationError, InvalidArgument, UnknownImplementation
+from spec_verify.errors import (
+    BudgetExhausted,
+    ImplementationError,
+    InvalidArgument,
+    UnknownImplementation,
+)
 from spec_verify.profiles import (
     Claim,
     Profile,
@@ -37,6 +44,7 @@ from spec_verify.results import CheckResult, ExitCode, Progress, Status
 from spec_verify.tiers import TIER_NAMES, TIERS, TierEntryPointError, TierSpec, resolve_entry_point
 
 __all__ = [
+    "DEFAULT_BUDGET",
     "TIERS",
     "CheckReport",
     "TierSpec",
@@ -215,6 +223,12 @@ def _load_failure(spec: str, exc: Exception, seed: int) -> CheckResult:
     )
 
 
+# The CLI's whole-run budget in seconds when --budget is not given: generous for the reference
+# (about 2 minutes full, 30 s quick on 2 cores) and a port of similar speed, short enough that
+# a library taking 50 ms a call fails in CI instead of running for hours.
+DEFAULT_BUDGET = {"full": 3600.0, "quick": 900.0}
+
+
 def run_checks(
     impl: str | Implementation = "reference",
     *,
@@ -228,7 +242,8 @@ def run_checks(
     allow_not_provable: bool = False,
     profile: Profile | str = Profile.CONFORMANCE,
     capabilities: Mapping[str, bool] | None = None,
-    isolate: bool = False,
+    in_process: bool = False,
+    budget: float | None = None,
 ) -> CheckReport:
     """Run the gate on ``impl`` (a spec string or a loaded implementation).
 
@@ -239,8 +254,14 @@ def run_checks(
         case_seed: replay one parity case (with ``tiers=["parity"]``).
         timeout: seconds per call for implementations that take a time limit.
         progress: called with short status lines while the run goes.
-        isolate: load a ``python:``, ``mutant:`` or ``reference`` spec into a worker process
-            (``adapters._python_adapter``) instead of this one (``ffi:`` always has one).
+        in_process: import a ``python:``, ``mutant:`` or ``reference`` spec into this process
+            instead of serving it from a worker (``adapters._python_adapter``). Only for
+            benchmarks of the worker's cost: an implementation in the harness's process can
+            change its verdict (docs/threat-model.md).
+        budget: seconds for the whole run (None: no limit). Calls to an implementation in a
+            worker are cut off when it runs out, and every check not finished by then is an
+            ERROR ("budget exhausted"), so the run fails with its report written. The CLI
+            defaults to ``DEFAULT_BUDGET``.
         allow_not_provable: let "not provable" exact checks pass the run (by default they fail
             it: the exact tier proved nothing there).
         profile: ``conformance`` (the default: the whole gate for ports of the contract) or
@@ -253,6 +274,10 @@ def run_checks(
         A ``CheckReport``; ``report.passed`` is the verdict.
     """
     started = time.perf_counter()
+    if budget is not None and not (isinstance(budget, (int, float)) and 0 < budget < math.inf):
+        raise InvalidArgument(
+            "budget", budget, "must be a positive, finite number of seconds", "e.g. budget=900"
+        )
     profile = parse_profile(profile)
     overrides = check_capabilities(capabilities or {}, "capabilities")
     wanted = tuple(tiers) if tiers else TIER_NAMES
@@ -261,11 +286,12 @@ def run_checks(
         raise UnknownImplementation(
             "tier", unknown, f"unknown tier; the tiers are {', '.join(TIER_NAMES)}"
         )
+    _import_harness(wanted)
     if isinstance(impl, str):
         if progress:
             progress(f"loading {impl}")
         try:
-            loaded: Implementation = load_implementation(impl, in_process=not isolate)
+            loaded: Implementation = load_implementation(impl, in_process=in_process)
         except (UnknownImplementation, ImplementationError) as exc:
             return CheckReport(
                 impl,
@@ -288,6 +314,9 @@ def run_checks(
     name = loaded.name
     if timeout is not None:
         loaded.timeout = timeout
+    if budget is not None:
+        loaded.budget = float(budget)
+        loaded.budget_deadline = time.monotonic() + budget - (time.perf_counter() - started)
     if overrides:
         loaded.capabilities = apply_capabilities(loaded.capabilities, overrides)
     offered = loaded.capabilities
@@ -307,6 +336,17 @@ def run_checks(
             if spec.name not in wanted:
                 continue
             tier_start = time.perf_counter()
+            if budget is not None and tier_start - started >= budget:
+                results.append(
+                    CheckResult(
+                        spec.name,
+                        "all",
+                        Status.ERROR,
+                        f"not run: the run's budget of {budget:g} s is exhausted (raise "
+                        "--budget, or use --quick)",
+                    )
+                )
+                continue
             if gate_failure is not None:
                 results.append(
                     CheckResult(
@@ -354,6 +394,7 @@ def run_checks(
                     gate_failure = result
             tier_seconds[spec.name] = time.perf_counter() - tier_start
     finally:
+        loaded.budget_deadline = loaded.budget = None
         if isinstance(impl, str):
             loaded.close()
     return CheckReport(
@@ -370,6 +411,18 @@ def run_checks(
     )
 
 
+def _import_harness(tiers: Sequence[str]) -> None:
+    """Import the code of the tiers that will run (and what they import) before the first
+    worker starts: a worker runs as the same user and could otherwise plant bytecode for a
+    module this process imports later. A tier whose code does not import is reported when it
+    runs (``_run_tier``)."""
+    for spec in TIERS:
+        if spec.name in tiers:
+            with contextlib.suppress(TierEntryPointError):
+                resolve_entry_point(spec)
+    import spec_verify.reports  # noqa: F401 -- read at the end of every run
+
+
 def _run_tier(spec: TierSpec, impl: Any, options: dict[str, Any]) -> list[CheckResult]:
     start = time.perf_counter()
     try:
@@ -378,6 +431,15 @@ def _run_tier(spec: TierSpec, impl: Any, options: dict[str, Any]) -> list[CheckR
         return [CheckResult(spec.name, "import", Status.ERROR, str(exc))]
     try:
         results = list(run(impl, **options))
+    except BudgetExhausted as exc:
+        return [
+            CheckResult(
+                spec.name, "run", Status.ERROR,
+                f"not finished: the run's budget ran out during this tier ({exc.call} "
+                f"{exc.reason})",
+                seconds=time.perf_counter() - start,
+            )
+        ]  # fmt: skip
     except (ImplementationError, SystemExit) as exc:  # SystemExit: only an implementation's
         message = (  # call can raise it, and it must never end the run as a pass
             f"the implementation failed: {exc}"

@@ -115,3 +115,28 @@ def test_verdicts():
     assert not report(Status.ERROR).passed
     assert not report().passed  # a run that checked nothing did not pass
     assert report(Status.PASSED, Status.FAILED).counts()["failed"] == 1
+
+
+def test_the_harness_imports_its_tiers_before_the_first_worker_starts() -> None:
+    """A worker runs as the same user: code the harness imported before it started cannot be
+    swapped under it (planted bytecode) for the rest of the run. Checked in a fresh
+    interpreter, where nothing was imported before."""
+    import subprocess
+    import sys
+
+    script = """
+import sys
+from spec_verify.adapters import _python_adapter
+from spec_verify.runner import run_checks
+seen = []
+original = _python_adapter.WorkerImplementation.__init__
+def recording(self, *args, **kwargs):
+    seen.append(set(sys.modules))
+    original(self, *args, **kwargs)
+_python_adapter.WorkerImplementation.__init__ = recording
+run_checks("reference", tiers=["contract", "statistical"], quick=True, budget=1e-9)
+print("statistical" if "spec_verify.tiers.statistical" in seen[0] else "missing")
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=120, check=False)  # fmt: skip
+    assert done.stdout.strip() == "statistical", done.stderr

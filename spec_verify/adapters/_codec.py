@@ -4,7 +4,8 @@ A value becomes JSON plus named arrays: ``None``, bools, ints, floats and string
 are; lists as lists; everything else as a one-key tagged object (``{"$t": [...]}`` a tuple,
 ``{"$d": [[k, v], ...]}`` a dict, ``{"$a": "name"}`` an array in the frame's arrays,
 ``{"$h": n}`` a handle to an object held by the sender, ``{"$o": n}`` one held by the
-receiver, see ``_remote``; ``{"$dt": "<f8"}`` a numpy dtype). A value that is
+receiver, see ``_remote``; ``{"$dt": "<f8"}`` a numpy dtype; ``{"$sp": {...}}`` the
+reference's ``SamplingParams``, rebuilt and validated from its fields). A value that is
 none of these cannot cross: ``NotData``. Decoding accepts only these shapes and raises
 ``WireError`` on anything else; it never builds an object of a type the message names, except
 the exceptions of ``ERROR_TYPES`` (a fixed table of the project's own data-only errors, built
@@ -13,6 +14,7 @@ from their validated fields).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -33,6 +35,7 @@ from spec_verify.reference.errors import (
     InvalidParams,
     InvalidPrompt,
 )
+from spec_verify.reference.sampling import SamplingParams
 
 __all__ = [
     "ERROR_TYPES",
@@ -121,6 +124,9 @@ def encode_value(  # noqa: PLR0911 -- one return per kind of value
         return {"$dt": value.str}
     elif isinstance(value, type) and value in _TYPES.values():
         return {"$ty": next(k for k, v in _TYPES.items() if v is value)}
+    elif type(value) is SamplingParams:  # the contract's parameters: by value, not a handle
+        fields = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+        return {"$sp": encode_value(fields, arrays, None, _depth + 1)}
     elif type(value) is list:
         if all(type(v) in _SCALARS for v in value):  # the common case, without recursion
             return list(value)
@@ -147,6 +153,18 @@ _TYPES: dict[str, type] = {
     "float64": np.float64, "float32": np.float32, "int64": np.int64, "int32": np.int32,
     "uint32": np.uint32, "uint64": np.uint64, "uint8": np.uint8, "bool_": np.bool_,
 }  # fmt: skip
+
+
+def _sampling_params(fields: Any) -> SamplingParams:
+    """The reference's ``SamplingParams`` from its fields, validated as any construction is;
+    anything else is a protocol breach."""
+    names = {f.name for f in dataclasses.fields(SamplingParams)}
+    if not isinstance(fields, dict) or set(fields) != names:
+        raise WireError("sampling parameters without exactly the contract's fields")
+    try:
+        return SamplingParams(**fields)
+    except (TypeError, ValueError) as exc:
+        raise WireError(f"sampling parameters that do not validate ({exc})") from None
 
 
 def _plain(value: Any) -> Any:
@@ -189,6 +207,8 @@ def decode_value(  # noqa: PLR0911 -- one return per kind of value
             return out
         if tag == "$dt" and isinstance(body, str) and body in DTYPES:
             return np.dtype(body)
+        if tag == "$sp":
+            return _sampling_params(decode_value(body, arrays, None, _depth + 1))
         if tag == "$ty" and isinstance(body, str) and body in _TYPES:
             return _TYPES[body]
         if tag == "$a" and isinstance(body, str):

@@ -38,7 +38,7 @@ from spec_verify.adapters._ffi import PARAM_FIELDS, params_struct
 from spec_verify.adapters._implementations import Implementation, check_tree_result
 from spec_verify.adapters._process import WorkerProcess
 from spec_verify.adapters._wire import WireError, require
-from spec_verify.errors import ImplementationError, UnknownImplementation
+from spec_verify.errors import BudgetExhausted, ImplementationError, UnknownImplementation
 from spec_verify.reference.pcg32 import Pcg32
 from spec_verify.reference.sampling import SamplingParams
 
@@ -183,14 +183,18 @@ class FfiImplementation(Implementation):
                     return {"kind": "u_fail"}, {}
                 return {"kind": "u", "value": value}, {}
 
+            limit, by_budget = self.call_limit(call, timeout)
             try:
                 reply, reply_arrays = worker.exchange(
-                    header, arrays, call, timeout, serve, while_waiting
+                    header, arrays, call, limit, serve, while_waiting
                 )
             except ImplementationError as exc:
                 self._worker = None
                 worker.kill()
-                if "did not return within" in exc.reason:
+                timed_out = "did not return within" in exc.reason
+                if timed_out and by_budget:
+                    raise BudgetExhausted(self.name, call, self.budget) from None
+                if timed_out:
                     self._hung[call] = exc.reason
                 raise
             return reply, reply_arrays, failures

@@ -11,6 +11,7 @@ from __future__ import annotations
 import abc
 import importlib
 import operator
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from fractions import Fraction
 from types import ModuleType
@@ -19,8 +20,18 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 import numpy as np
 from numpy.typing import NDArray
 
+from spec_verify.adapters._generation_request import (
+    GENERATION_TIMEOUT,
+    GenerationRequest,
+    draw_generation,
+)
 from spec_verify.adapters._guard import guarded_call
-from spec_verify.errors import ImplementationError, InvalidArgument, UnknownImplementation
+from spec_verify.errors import (
+    BudgetExhausted,
+    ImplementationError,
+    InvalidArgument,
+    UnknownImplementation,
+)
 
 T = TypeVar("T")
 
@@ -31,6 +42,7 @@ __all__ = [
     "Implementation",
     "PythonImplementation",
     "TreeImplementation",
+    "VerifyRound",
     "apply_capabilities",
     "check_capabilities",
     "check_tree_result",
@@ -114,6 +126,12 @@ def offered_capabilities(names: Iterable[str]) -> frozenset[str]:
     return frozenset(k for k, v in offered.items() if v)
 
 
+# One verify_draft round but for the parameters and the uniform source: (target_logits,
+# draft_ids, draft_probs, history, prompt).
+VerifyRound = tuple[NDArray[np.float64], Sequence[int], "NDArray[np.float64] | None",
+                    Sequence[int], Sequence[int]]  # fmt: skip
+
+
 class Implementation(abc.ABC):
     """The one interface a tier calls: every method a tier may use is here, as a real method.
 
@@ -134,6 +152,10 @@ class Implementation(abc.ABC):
     name: str = "implementation"
     capabilities: frozenset[str] = frozenset()
     timeout: float = 10.0
+    # When the run's whole-time budget ends (``time.monotonic()``), set by ``run_checks``;
+    # adapters with a worker cut a call's limit to it (``call_limit``).
+    budget_deadline: float | None = None
+    budget: float | None = None
 
     @abc.abstractmethod
     def verify_draft(
@@ -147,6 +169,17 @@ class Implementation(abc.ABC):
         prompt: Sequence[int] = (),
     ) -> tuple[list[int], int]:
         """``(emitted_ids, n_accepted)`` of one verification (seed section 4)."""
+
+    def verify_many(
+        self, rounds: Sequence[VerifyRound], p: Any, rng: Any
+    ) -> list[tuple[list[int], int]]:
+        """``verify_draft`` on each round with one ``p`` and one uniform source, in order (the
+        statistical tier's i.i.d. rounds); the first round that raises ends it. An adapter
+        whose calls cross a process boundary sends them together."""
+        return [
+            self.verify_draft(logits, ids, probs, p, history, rng, prompt)
+            for logits, ids, probs, history, prompt in rounds
+        ]
 
     def sampling_distribution(
         self,
@@ -195,6 +228,23 @@ class Implementation(abc.ABC):
         else None."""
         return None
 
+    def generate_many(
+        self, request: GenerationRequest, seeds: Sequence[int]
+    ) -> list[list[int]]:
+        """The ids of one generation of ``request`` per seed (``draw_generation``), each under
+        the generation time limit (capability ``generation``); the first that raises ends it.
+        An adapter whose calls cross a process boundary runs them next to the module."""
+        module = self.generation_module()
+        if module is None:
+            raise self._not_offered("generation")
+        return [
+            self.call_guarded(
+                "speculative_generate", GENERATION_TIMEOUT, draw_generation, module, request,
+                int(seed),
+            )
+            for seed in seeds
+        ]  # fmt: skip
+
     def own_attribute(self, name: str) -> Any | None:
         """The implementation's own contract class or function ``name`` (a draft, the n-gram
         model), or None: tiers then use the reference's."""
@@ -216,6 +266,20 @@ class Implementation(abc.ABC):
         """``fn(*args)`` (code of the implementation) under a time limit, a crash or
         ``sys.exit`` in it turned into ``ImplementationError``."""
         return guarded_call(self.name, call, timeout, fn, *args, passthrough=passthrough)
+
+    def call_limit(self, call: str, timeout: float) -> tuple[float, bool]:
+        """The time limit of one call: ``timeout``, or what is left of the run's budget when
+        that is less (then ``True``: running out is the budget's doing, not a hang).
+
+        Raises:
+            BudgetExhausted: nothing is left of the budget.
+        """
+        if self.budget_deadline is None:
+            return timeout, False
+        left = self.budget_deadline - time.monotonic()
+        if left <= 0:
+            raise BudgetExhausted(self.name, call, self.budget)
+        return (left, True) if left < timeout else (timeout, False)
 
     def close(self) -> None:  # noqa: B027 -- a hook with a no-op default, not abstract
         """Release what the implementation holds (a worker process); a later call may start
@@ -414,10 +478,13 @@ class PythonImplementation(Implementation):
                 call,
                 f"is not called again: it hung earlier in this run ({self._hung[call]})",
             )
+        limit, by_budget = self.call_limit(call, timeout)
         try:
-            return guarded_call(self.name, call, timeout, fn, *args, passthrough=passthrough)
+            return guarded_call(self.name, call, limit, fn, *args, passthrough=passthrough)
         except ImplementationError as exc:
             if "did not return within" in exc.reason:
+                if by_budget:
+                    raise BudgetExhausted(self.name, call, self.budget) from None
                 self._hung[call] = exc.reason
             raise
 
@@ -540,14 +607,14 @@ def _load_in_worker(spec: str, kind: str, target: str) -> Implementation:
     return impl
 
 
-def load_implementation(spec: str, *, in_process: bool = True) -> Implementation:
+def load_implementation(spec: str, *, in_process: bool = False) -> Implementation:
     """Load an implementation from its spec string (see the module docstring).
 
-    ``ffi:`` always runs in its own worker. ``reference``, ``python:`` and ``mutant:`` are
-    imported into this process unless ``in_process=False``, which serves them from a worker
-    process (``_python_adapter``): the harness then never imports them, so they cannot change
-    its verdict (``spec-verify check --isolate``). Making the worker the default is issue
-    10's remaining step (see docs/threat-model.md).
+    ``reference``, ``python:`` and ``mutant:`` are served from a worker process
+    (``_python_adapter``) and ``ffi:`` from its own: the harness never imports or loads them,
+    so nothing they do can change its verdict (docs/threat-model.md). ``in_process=True``
+    imports a Python implementation into this process instead: for benchmarks of the worker's
+    cost and for tests that look inside an implementation, never for a verdict.
 
     Raises:
         UnknownImplementation: the spec names nothing loadable; the message says why and the fix.

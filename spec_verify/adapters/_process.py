@@ -27,6 +27,7 @@ import contextlib
 import ctypes
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -36,6 +37,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from spec_verify.adapters._pid1 import parse_status
 from spec_verify.adapters._wire import (
     PeerClosed,
     WireError,
@@ -278,6 +280,39 @@ _BOOTSTRAP = (
 )
 
 
+_NAMESPACE_PROBE: list[list[str] | None] = []  # the cached result of _namespace_prefix()
+
+
+def _namespace_prefix() -> list[str] | None:
+    """The command prefix that starts a process in a PID namespace of its own (``unshare``,
+    through a user namespace when not root), or None where the kernel or the machine does not
+    allow it (then workers run without one; docs/threat-model.md says what that leaves open).
+    ``SPEC_VERIFY_NO_PID_NAMESPACE=1`` turns it off."""
+    if _NAMESPACE_PROBE:
+        return _NAMESPACE_PROBE[0]
+    prefix: list[str] | None = None
+    unshare = shutil.which("unshare")
+    if (
+        sys.platform.startswith("linux")
+        and unshare is not None
+        and os.environ.get("SPEC_VERIFY_NO_PID_NAMESPACE", "") in ("", "0")
+    ):
+        candidate = [unshare, "--pid", "--fork", "--kill-child"]
+        if os.geteuid() != 0:
+            candidate += ["--user", "--map-root-user"]
+        try:
+            probe = subprocess.run(
+                [*candidate, sys.executable, "-c", "import os; assert os.getpid() == 1"],
+                capture_output=True, timeout=10, check=False,
+            )  # fmt: skip
+        except (OSError, subprocess.TimeoutExpired):
+            probe = None
+        if probe is not None and probe.returncode == 0:
+            prefix = candidate
+    _NAMESPACE_PROBE.append(prefix)
+    return prefix
+
+
 class WorkerProcess:
     """One worker process running ``python -m <module> FD *args``; every wait is bounded.
 
@@ -297,11 +332,22 @@ class WorkerProcess:
         self.impl = impl
         parent_sock, child_sock = socket.socketpair()
         child_fd = child_sock.fileno()
+        command = [sys.executable, "-c", _BOOTSTRAP, json.dumps(sys.path), module,
+                   str(child_fd), *args]  # fmt: skip
+        passed = [child_fd]
+        self._status_read: int | None = None
+        prefix = _namespace_prefix()
+        if prefix is not None:  # pid 1 of a namespace of its own starts the worker
+            self._status_read, status_write = os.pipe()
+            command = [*prefix, sys.executable, "-c", _BOOTSTRAP, json.dumps(sys.path),
+                       "spec_verify.adapters._pid1", str(status_write), module, str(child_fd),
+                       *args]  # fmt: skip
+            passed.append(status_write)
+        self.namespaced = prefix is not None
         try:
             self.process = subprocess.Popen(
-                [sys.executable, "-c", _BOOTSTRAP, json.dumps(sys.path), module,
-                 str(child_fd), *args],
-                pass_fds=(child_fd,),
+                command,
+                pass_fds=tuple(passed),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
@@ -312,6 +358,8 @@ class WorkerProcess:
             )  # fmt: skip
         finally:
             child_sock.close()
+            if len(passed) > 1:
+                os.close(passed[1])
         self.sock = parent_sock
         self.pid = self.process.pid
         self._stdout = _Ring(self.process.stdout)
@@ -389,12 +437,23 @@ class WorkerProcess:
         tail = self.output_tail()
         return f"; its {tail}" if tail else ""
 
-    def died(self, call: str) -> ImplementationError:
-        """The worker is gone: say how, with its output."""
+    def _returncode(self) -> int | None:
+        """How the worker itself ended: from its pid 1's report when it has one (the process
+        this object started is then ``unshare``), else the process's own return code."""
         try:
             returncode: int | None = self.process.wait(timeout=5)
         except subprocess.TimeoutExpired:
-            returncode = None
+            return None
+        if self._status_read is not None:
+            with contextlib.suppress(OSError):
+                reported = parse_status(os.read(self._status_read, 64))
+                if reported is not None:
+                    return reported
+        return returncode
+
+    def died(self, call: str) -> ImplementationError:
+        """The worker is gone: say how, with its output."""
+        returncode = self._returncode()
         self.kill()
         return ImplementationError(
             self.impl, call, f"{describe_exit(returncode)} in the worker process{self._quote()}"
@@ -409,6 +468,10 @@ class WorkerProcess:
             self.process.wait(timeout=5)
         with contextlib.suppress(OSError):
             self.sock.close()
+        if self._status_read is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._status_read)
+            self._status_read = None
         self.closed = True
 
     def close(self, quit_header: Mapping[str, Any] | None = None) -> None:

@@ -26,19 +26,34 @@ from spec_verify.adapters._codec import (
     RemoteAttributeError,
     RemoteError,
     decode_error,
+    encode_error,
 )
+from spec_verify.adapters._generation_request import GENERATION_TIMEOUT, GenerationRequest
 from spec_verify.adapters._implementations import (
     DECLARATION,
     Implementation,
+    VerifyRound,
     apply_capabilities,
     check_capabilities,
     check_tree_result,
     offered_capabilities,
 )
 from spec_verify.adapters._process import WorkerProcess
-from spec_verify.adapters._remote import INPUT_CHANGED, Handles, RemoteObject, answer
+from spec_verify.adapters._remote import (
+    INPUT_CHANGED,
+    Handles,
+    RemoteObject,
+    answer,
+    call_method,
+)
 from spec_verify.adapters._wire import WireError, require
-from spec_verify.errors import ImplementationError, InvalidArgument, UnknownImplementation
+from spec_verify.errors import (
+    BudgetExhausted,
+    ImplementationError,
+    InvalidArgument,
+    UnknownImplementation,
+)
+from spec_verify.uniforms import DrewPastScript, ScriptedUniforms, TooManyDraws
 
 __all__ = ["DEFAULT_CALL_TIMEOUT", "WorkerImplementation", "check_verify_result"]
 
@@ -47,6 +62,9 @@ T = TypeVar("T")
 DEFAULT_CALL_TIMEOUT = 10.0  # seconds per contract call (verify_draft, ...)
 GENERIC_TIMEOUT = 60.0  # seconds per other request (speculative_generate, model passes)
 _START_TIMEOUT = 60.0
+_ROUNDS_PER_REQUEST = 256  # verify_many rounds per request (bounds a frame's size)
+_SECONDS_PER_ROUND = 0.05  # added to a request's time limit per round in it
+_SEEDS_PER_REQUEST = 64  # generate_many generations per request
 _QUIT = {"kind": "quit"}
 
 
@@ -58,6 +76,11 @@ class _Session:
         self.worker = worker
         self.alive = True
         self.handles = Handles(self._send, self._on_error)
+        # What the harness's own objects raised in callbacks during the current request (a
+        # model's CacheMismatch): when the implementation lets one through, the harness gets
+        # its own exception back, not a copy by name.
+        self.callback_errors: list[Exception] = []
+        self._depth = 0  # requests in flight (a callback may make one of its own)
 
     def _serve(
         self, request: dict[str, Any], arrays: dict[str, Any]
@@ -67,7 +90,13 @@ class _Session:
             raise WireError(f"a callback of kind {op!r:.40}")
         # Harness objects used by the implementation (uniform sources): a KeyboardInterrupt
         # here is the user's, so only Exceptions become answers.
-        return answer(self.handles, {**request, "kind": op}, arrays, contain=(Exception,))
+        try:
+            return answer(self.handles, {**request, "kind": op}, arrays, contain=())
+        except WireError:
+            raise
+        except Exception as exc:
+            self.callback_errors.append(exc)
+            return {"kind": "raise", "error": encode_error(exc)}, {}
 
     def _send(
         self, header: dict[str, Any], arrays: dict[str, Any]
@@ -80,15 +109,29 @@ class _Session:
                 "was asked of an object of a worker that has since ended (a crash or a hang "
                 "earlier in this run)",
             )
+        limit, by_budget = self.owner.call_limit(call, self.owner.current_timeout)
+        if self._depth == 0:
+            self.callback_errors = []
+        self._depth += 1
         try:
-            return self.worker.exchange(header, arrays, call, self.owner.current_timeout,
-                                        self._serve)  # fmt: skip
+            return self.worker.exchange(header, arrays, call, limit, self._serve)
         except ImplementationError as exc:
-            self.owner.lost(self, call, exc)
+            timed_out = "did not return within" in exc.reason
+            self.owner.lost(self, call, exc, record_hang=not (timed_out and by_budget))
+            if timed_out and by_budget:
+                raise BudgetExhausted(self.owner.name, call, self.owner.budget) from None
             raise
+        finally:
+            self._depth -= 1
 
     def _on_error(self, error: Exception, header: dict[str, Any]) -> Exception:
-        call = str(header.get("attr") or "call")
+        return self.error_of(error, str(header.get("attr") or "call"))
+
+    def error_of(self, error: Exception, call: str) -> Exception:  # noqa: PLR0911 -- one per kind
+        """What the harness raises for an error the worker answered with."""
+        for own in reversed(self.callback_errors):
+            if str(own) and str(own) in str(error):
+                return own
         if isinstance(error, RemoteError) and error.type_name == INPUT_CHANGED:
             return ImplementationError(self.owner.name, call, error.message)
         if isinstance(error, (ValueError, RemoteAssertionError, RemoteAttributeError)):
@@ -183,14 +226,17 @@ class WorkerImplementation(Implementation):
             self._finalizer = weakref.finalize(self, _close_session, [session])
             return session
 
-    def lost(self, session: _Session, call: str, exc: ImplementationError) -> None:
-        """The worker of ``session`` died or hung during ``call``: forget it."""
+    def lost(
+        self, session: _Session, call: str, exc: ImplementationError, record_hang: bool = True
+    ) -> None:
+        """The worker of ``session`` died or hung during ``call``: forget it (and, for a hang,
+        do not make that call again)."""
         with self._lock:
             session.alive = False
             session.worker.kill()
             if self._session is session:
                 self._session = None
-            if "did not return within" in exc.reason:
+            if record_hang and "did not return within" in exc.reason:
                 self._hung[call] = exc.reason
 
     def close(self) -> None:
@@ -245,7 +291,7 @@ class WorkerImplementation(Implementation):
         """The module's own ``SamplingParams`` (a proxy), or the reference's when it has none."""
         if "SamplingParams" in self.names:
             with self._limit("SamplingParams", self.timeout):
-                return self.module.SamplingParams(**fields)
+                return call_method(self.module, "SamplingParams", **fields)
         from spec_verify.reference import SamplingParams
 
         return SamplingParams(**fields)
@@ -261,12 +307,101 @@ class WorkerImplementation(Implementation):
         prompt: Sequence[int] = (),
     ) -> tuple[list[int], int]:
         m, V = len(draft_ids), np.shape(target_logits)[-1]
-        with self._limit("verify_draft", self.timeout):
-            result = self.module.verify_draft(
-                target_logits, [int(t) for t in draft_ids], draft_probs, p,
-                [int(t) for t in history], rng, [int(t) for t in prompt],
-            )  # fmt: skip
+        args = [target_logits, [int(t) for t in draft_ids], draft_probs, p,
+                [int(t) for t in history], rng, [int(t) for t in prompt]]  # fmt: skip
+        result = self._call_with_source("verify_draft", args, {}, 5)
         return check_verify_result(self.name, result, m, V)
+
+    def _call_with_source(
+        self, method: str, args: list[Any], kwargs: dict[str, Any], slot: int
+    ) -> Any:
+        """``module.<method>(*args, **kwargs)`` whose uniform source is ``args[slot]``.
+
+        A ``ScriptedUniforms`` crosses as data (its script, ``then``, ``limit`` and count) and
+        is rebuilt next to the module: one round trip instead of one per draw. The worker
+        reports how many values were drawn, as it reports the implementation's output (see
+        docs/threat-model.md); the harness's source is left as a direct call would leave it.
+        Any other source is a handle, each draw a callback.
+        """
+        source = args[slot]
+        if type(source) is not ScriptedUniforms:
+            with self._limit(method, self.timeout):
+                return call_method(self.module, method, *args, **kwargs)
+        script = [list(source.script), source.then, source.limit, source.drawn]
+        sent = [*args[:slot], None, *args[slot + 1 :]]
+        with self._limit(method, self.timeout):
+            answer = call_method(
+                self.toolbox, "call_scripted", self.module, method, sent, kwargs, slot, script
+            )
+        try:
+            status, value, drawn = answer
+            if type(drawn) is not int or not source.drawn <= drawn:
+                raise TypeError(f"drawn={drawn!r}")
+        except (TypeError, ValueError) as exc:
+            raise ImplementationError(
+                self.name, method, f"its worker answered {answer!r:.100} ({exc})"
+            ) from None
+        source.drawn = drawn
+        if status == "ok":
+            return value
+        if status == "past_script" and isinstance(value, str):
+            raise DrewPastScript(value)
+        if status == "too_many":
+            raise TooManyDraws
+        if status == "err":
+            raise self._start().error_of(decode_error(value), method)
+        raise ImplementationError(self.name, method, f"its worker answered {status!r:.40}")
+
+    def verify_many(
+        self, rounds: Sequence[VerifyRound], p: Any, rng: Any
+    ) -> list[tuple[list[int], int]]:
+        """The rounds in requests of up to ``_ROUNDS_PER_REQUEST`` (one round trip each, not
+        one per round); the time limit grows with the rounds in a request."""
+        results: list[tuple[list[int], int]] = []
+        for begin in range(0, len(rounds), _ROUNDS_PER_REQUEST):
+            chunk = rounds[begin : begin + _ROUNDS_PER_REQUEST]
+            sent = [
+                [logits, [int(t) for t in ids], probs, [int(t) for t in history],
+                 [int(t) for t in prompt]]
+                for logits, ids, probs, history, prompt in chunk
+            ]  # fmt: skip
+            limit = self.timeout + _SECONDS_PER_ROUND * len(chunk)
+            with self._limit("verify_draft", limit):
+                raw = call_method(self.toolbox, "verify_many", self.module, sent, p, rng)
+            if not isinstance(raw, list) or len(raw) != len(chunk):
+                raise ImplementationError(
+                    self.name, "verify_draft", f"its worker answered {len(chunk)} rounds with "
+                    f"{raw!r:.100}",
+                )  # fmt: skip
+            for (logits, ids, *_), result in zip(chunk, raw, strict=True):
+                results.append(
+                    check_verify_result(self.name, result, len(ids), np.shape(logits)[-1])
+                )
+        return results
+
+    def generate_many(self, request: GenerationRequest, seeds: Sequence[int]) -> list[list[int]]:
+        """The generations run next to the module, ``_SEEDS_PER_REQUEST`` per request (one
+        round trip each instead of some thirty per generation)."""
+        if "generation" not in self.capabilities:
+            raise self._not_offered("generation")
+        data = request.to_data()
+        results: list[list[int]] = []
+        for begin in range(0, len(seeds), _SEEDS_PER_REQUEST):
+            chunk = [int(s) for s in seeds[begin : begin + _SEEDS_PER_REQUEST]]
+            limit = GENERATION_TIMEOUT + _SECONDS_PER_ROUND * len(chunk)
+            with self._limit("speculative_generate", limit):
+                raw = call_method(self.toolbox, "generate_many", self.module, data, chunk)
+            if not (
+                isinstance(raw, list)
+                and len(raw) == len(chunk)
+                and all(isinstance(ids, list) and all(type(t) is int for t in ids) for ids in raw)
+            ):
+                raise ImplementationError(
+                    self.name, "speculative_generate",
+                    f"its worker answered {len(chunk)} generations with {raw!r:.100}",
+                )  # fmt: skip
+            results.extend(raw)
+        return results
 
     def verify_tree(
         self,
@@ -284,11 +419,9 @@ class WorkerImplementation(Implementation):
         are the emitted ones)."""
         V = np.shape(target_logits)[-1]
         probs = None if draft_probs is None else list(draft_probs)
-        with self._limit("verify_tree", self.timeout):
-            result = self.module.verify_tree(
-                target_logits, [int(t) for t in parents], [int(t) for t in token_ids], probs, p,
-                [int(t) for t in history], rng, [int(t) for t in prompt], rule=rule,
-            )  # fmt: skip
+        args = [target_logits, [int(t) for t in parents], [int(t) for t in token_ids], probs, p,
+                [int(t) for t in history], rng, [int(t) for t in prompt]]  # fmt: skip
+        result = self._call_with_source("verify_tree", args, {"rule": rule}, 6)
         return check_tree_result(self.name, result, parents, token_ids, V)
 
     def sampling_distribution(
@@ -299,8 +432,13 @@ class WorkerImplementation(Implementation):
         prompt: Sequence[int] = (),
     ) -> NDArray[np.float64]:
         with self._limit("sampling_distribution", self.timeout):
-            result = self.module.sampling_distribution(
-                logits, p, [int(t) for t in history], [int(t) for t in prompt]
+            result = call_method(
+                self.module,
+                "sampling_distribution",
+                logits,
+                p,
+                [int(t) for t in history],
+                [int(t) for t in prompt],
             )
         try:
             return np.asarray(result, dtype=np.float64)
@@ -313,7 +451,9 @@ class WorkerImplementation(Implementation):
         self, ctx: Sequence[int], k: int, max_ngram: int = 3, min_ngram: int = 1
     ) -> list[int]:
         with self._limit("prompt_lookup", self.timeout):
-            draft = self.module.PromptLookupDraft(max_ngram=max_ngram, min_ngram=min_ngram)
+            draft = call_method(
+                self.module, "PromptLookupDraft", max_ngram=max_ngram, min_ngram=min_ngram
+            )
             result = draft.propose([int(t) for t in ctx], k, None)
         try:
             ids, _ = result
@@ -325,7 +465,7 @@ class WorkerImplementation(Implementation):
 
     def pcg32_uniforms(self, seed: int, n: int) -> list[float]:
         with self._limit("request_rng", self.timeout):
-            values = self.toolbox.pcg32_uniforms(self.module, seed, n)
+            values = call_method(self.toolbox, "pcg32_uniforms", self.module, seed, n)
         return [float(v) for v in values]
 
     def request_rng(self, seed: int) -> Any | None:
@@ -333,7 +473,7 @@ class WorkerImplementation(Implementation):
         if "pcg32" not in self.capabilities:
             return None
         with self._limit("request_rng", self.timeout):
-            return self.module.request_rng(seed)
+            return call_method(self.module, "request_rng", seed)
 
     def generation_module(self) -> Any | None:
         """A proxy of the module when it offers ``generation``."""

@@ -21,10 +21,12 @@ from types import ModuleType
 from typing import Any
 
 from spec_verify.adapters._codec import encode_error
+from spec_verify.adapters._generation_request import GenerationRequest, draw_generation
 from spec_verify.adapters._process import harden_worker
-from spec_verify.adapters._remote import Handles, answer
+from spec_verify.adapters._remote import Handles, answer, call_checked
 from spec_verify.adapters._wire import WireError, recv_message, send_message
 from spec_verify.errors import UnknownImplementation
+from spec_verify.uniforms import DrewPastScript, ScriptedUniforms, TooManyDraws
 
 __all__ = ["Toolbox", "main"]
 
@@ -38,6 +40,56 @@ class Toolbox:
     def draws(source: Any, n: int) -> list[float]:
         """``n`` values of ``source.random()``."""
         return [float(source.random()) for _ in range(int(n))]
+
+    @staticmethod
+    def verify_many(module: Any, rounds: list[Any], p: Any, rng: Any) -> list[Any]:
+        """``module.verify_draft`` on each round ``[target_logits, draft_ids, draft_probs,
+        history, prompt]`` with the same ``p`` and ``rng``, in order; the first round that
+        raises ends the batch with its error (as the same loop in the harness would). Inputs
+        are checked after each round as for a single call."""
+        results = []
+        for number, item in enumerate(rounds):
+            target_logits, draft_ids, draft_probs, history, prompt = item
+            args = [target_logits, draft_ids, draft_probs, p, history, rng, prompt]
+            results.append(
+                call_checked(module.verify_draft, args, {}, f"verify_draft (round {number})")
+            )
+        return results
+
+    @staticmethod
+    def call_scripted(
+        module: Any,
+        method: str,
+        args: list[Any],
+        kwargs: dict[str, Any],
+        slot: int,
+        script: list[Any],
+    ) -> list[Any]:
+        """``module.<method>(*args, **kwargs)`` with ``args[slot]`` a ``ScriptedUniforms``
+        built here (the uniform source's position in the contract's signature): the
+        harness's scripted source sent as data (``[script, then, limit, drawn]``) instead of
+        one callback per draw. Returns ``["ok", value, drawn]``, ``["past_script", message,
+        drawn]`` (the source's ``DrewPastScript``), ``["too_many", None, drawn]`` or
+        ``["err", error, drawn]`` (anything else the call raised, as ``_codec`` error data)."""
+        values, then, limit, drawn = script
+        source = ScriptedUniforms(values, then=then, limit=limit)
+        source.drawn = int(drawn)
+        try:
+            args = [*args[:slot], source, *args[slot + 1 :]]
+            value = call_checked(getattr(module, method), args, kwargs, method)
+        except DrewPastScript as exc:
+            return ["past_script", str(exc), source.drawn]
+        except TooManyDraws:
+            return ["too_many", None, source.drawn]
+        except BaseException as exc:  # the implementation's failure, reported with its draws
+            return ["err", encode_error(exc), source.drawn]
+        return ["ok", value, source.drawn]
+
+    @staticmethod
+    def generate_many(module: Any, request: Any, seeds: list[int]) -> list[list[int]]:
+        """``draw_generation`` of the request (as data) for each seed, in order."""
+        parsed = GenerationRequest.from_data(request)
+        return [draw_generation(module, parsed, int(seed)) for seed in seeds]
 
     @staticmethod
     def pcg32_uniforms(module: Any, seed: int, n: int) -> list[float]:

@@ -36,7 +36,7 @@ from spec_verify.adapters._codec import (
 )
 from spec_verify.adapters._wire import WireError, require
 
-__all__ = ["Handles", "RemoteObject", "answer", "request_header"]
+__all__ = ["Handles", "RemoteObject", "answer", "call_checked", "call_method", "request_header"]
 
 INPUT_CHANGED = "_InputChanged"  # the error type name of a changed input
 
@@ -147,6 +147,9 @@ class RemoteObject:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self._request("call", None, *args, **kwargs)
 
+    def _call_method(self, attr: str, *args: Any, **kwargs: Any) -> Any:
+        return self._request("call", attr, *args, **kwargs)
+
     def __len__(self) -> int:
         return operator.index(self._request("call", "__len__"))
 
@@ -158,6 +161,14 @@ class RemoteObject:
 
     def __repr__(self) -> str:
         return f"<remote object {self._number}>"
+
+
+def call_method(obj: Any, attr: str, *args: Any, **kwargs: Any) -> Any:
+    """``obj.attr(*args, **kwargs)``; on a ``RemoteObject`` one request instead of two (the
+    attribute read and the call)."""
+    if isinstance(obj, RemoteObject):
+        return obj._call_method(attr, *args, **kwargs)
+    return getattr(obj, attr)(*args, **kwargs)
 
 
 def answer(
@@ -188,21 +199,10 @@ def answer(
             if not isinstance(args, list) or not isinstance(kwargs, dict):
                 raise WireError("args or kwargs of the wrong type")
             fn = target if attr is None else getattr(target, attr)
-            before = _snapshot(args, kwargs) if check_inputs else None
-            try:
+            if check_inputs:
+                value = call_checked(fn, args, kwargs, attr or "the call")
+            else:
                 value = fn(*args, **kwargs)
-            except ValueError as exc:
-                if check_inputs and "read-only" in str(exc):
-                    raise _InputChanged(
-                        f"{attr or 'the call'} wrote into an input array; inputs are read-only "
-                        f"({exc})"
-                    ) from None
-                raise
-            if before is not None and before != _snapshot(args, kwargs):
-                raise _InputChanged(
-                    f"{attr or 'the call'} changed one of its list arguments; inputs belong to "
-                    "the caller and must not be modified"
-                )
         else:
             raise WireError(f"a request of kind {kind!r:.40}")
         return {"kind": "return", "value": handles.encode(value, out)}, out
@@ -212,6 +212,28 @@ def answer(
         return {"kind": "raise", "error": encode_error(TypeError(str(exc)))}, {}
     except contain as exc:  # the callee's failure is an answer, not ours
         return {"kind": "raise", "error": encode_error(exc)}, {}
+
+
+def call_checked(
+    fn: Callable[..., Any], args: list[Any], kwargs: dict[str, Any], label: str
+) -> Any:
+    """``fn(*args, **kwargs)`` where the arguments belong to the caller: a write into an input
+    array (they arrive read-only) or a change to a list argument raises ``_InputChanged``."""
+    before = _snapshot(args, kwargs)
+    try:
+        value = fn(*args, **kwargs)
+    except ValueError as exc:
+        if "read-only" in str(exc):
+            raise _InputChanged(
+                f"{label} wrote into an input array; inputs are read-only ({exc})"
+            ) from None
+        raise
+    if before != _snapshot(args, kwargs):
+        raise _InputChanged(
+            f"{label} changed one of its list arguments; inputs belong to the caller and must "
+            "not be modified"
+        )
+    return value
 
 
 class _InputChanged(Exception):

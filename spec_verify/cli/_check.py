@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import signal
 import sys
 import time
@@ -71,11 +72,12 @@ def register(subparsers: Any) -> None:
         help="seconds per call before an implementation counts as hung (FFI: default 10)",
     )
     parser.add_argument(
-        "--isolate",
-        action="store_true",
-        help="run a python:, mutant: or reference implementation in a worker process (its "
-        "own session, deadlines and limits enforced from outside) so that nothing it does "
-        "can change the verdict; ffi: libraries always run in one",
+        "--budget",
+        type=float,
+        default=None,
+        metavar="S",
+        help="seconds for the whole run; checks not finished by then are ERROR (budget "
+        "exhausted) and the run fails (default: 3600, 900 with --quick)",
     )
     parser.add_argument("--json", metavar="FILE", help="write the JSON report here")
     parser.add_argument("--junit", metavar="FILE", help="write a JUnit XML report here")
@@ -164,23 +166,32 @@ def _say(text: str, stream: TextIO | None = None) -> None:
         print(text, file=stream or sys.stdout, flush=True)
 
 
+def _usage_problem(args: argparse.Namespace) -> str | None:
+    """What is wrong with the options, found before any work (a usage error), or None."""
+    if args.timeout is not None and not args.timeout > 0:
+        return f"--timeout {args.timeout:g}: must be > 0 seconds (e.g. --timeout 10)"
+    if args.budget is not None and not 0 < args.budget < math.inf:
+        return (
+            f"--budget {args.budget:g}: must be a positive number of seconds (e.g. --budget 600)"
+        )
+    both = sorted(set(args.capability) & set(args.no_capability))
+    if both:
+        return (
+            f"--capability and --no-capability both name {both}; give each capability one way"
+        )
+    return None
+
+
 def run(args: argparse.Namespace) -> int:
     from spec_verify import reports
     from spec_verify.adapters._process import become_subreaper, children, reap_all_children
     from spec_verify.cli._report_files import ReportFiles, ReportPathError, placeholder_report
     from spec_verify.errors import UnknownImplementation
-    from spec_verify.runner import run_checks
+    from spec_verify.runner import DEFAULT_BUDGET, run_checks
 
-    if args.timeout is not None and not args.timeout > 0:
-        _say("spec-verify check: --timeout must be > 0", sys.stderr)
-        return ExitCode.USAGE_ERROR
-    both = sorted(set(args.capability) & set(args.no_capability))
-    if both:
-        _say(
-            f"spec-verify check: --capability and --no-capability both name {both}; "
-            "give each capability one way",
-            sys.stderr,
-        )
+    problem = _usage_problem(args)
+    if problem is not None:
+        _say(f"spec-verify check: {problem}", sys.stderr)
         return ExitCode.USAGE_ERROR
     capabilities = {**{c: True for c in args.capability}, **{c: False for c in args.no_capability}}
     tiers = args.tier
@@ -215,7 +226,7 @@ def run(args: argparse.Namespace) -> int:
             allow_not_provable=args.allow_not_provable,
             profile=args.profile,
             capabilities=capabilities,
-            isolate=args.isolate,
+            budget=args.budget or DEFAULT_BUDGET["quick" if args.quick else "full"],
         )
     except UnknownImplementation as exc:
         files.write(stub("usage_error", f"nothing was checked: {exc}"), "usage_error")

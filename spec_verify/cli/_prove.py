@@ -98,6 +98,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    if args.cases is not None and args.cases < 1:
+        # Zero cases prove nothing: "proven" over an empty set would be a vacuous verdict.
+        raise InvalidArgument("--cases", args.cases, "must be >= 1 (zero cases prove nothing)")
     given = args.p is not None or args.q is not None
     if args.symbolic:
         return _symbolic(args)

@@ -720,7 +720,14 @@ def run_theorem(
     bad = next((r for r in results if r.status is status), None)
     repro = (f"spec-verify prove --impl {impl.name} --theorem {theorem} --seed {seed} "
              f"--cases {cases}")
-    if status is Status.PASSED:
+    if status is Status.PASSED and (not results or calls == 0):
+        # Nothing was asked of the implementation: "proven" would be a vacuous verdict.
+        status = Status.NOT_PROVABLE
+        message = (
+            f"{THEOREMS[theorem]}: nothing proven ({len(results)} cases, {calls} calls to the "
+            "implementation); zero cases or zero calls prove nothing"
+        )
+    elif status is Status.PASSED:
         message = f"{THEOREMS[theorem]}: proven on {len(results)} cases ({calls} calls)"
     else:
         assert bad is not None

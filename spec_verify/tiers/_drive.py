@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from spec_verify.adapters._generation_request import GENERATION_TIMEOUT
 from spec_verify.adapters._implementations import BatchedImplementation, Implementation
 from spec_verify.errors import ImplementationError, InvalidArgument
 
@@ -38,7 +39,6 @@ __all__ = [
 ]
 
 
-GENERATION_TIMEOUT = 30.0  # seconds for one speculative_generate or generate call
 
 
 def implementation_rng(impl: Implementation, seed_sequence: np.random.SeedSequence) -> Any:
@@ -169,13 +169,11 @@ class SampledVerifier:
     def __call__(self, requests: Sequence[VerifyRequest]) -> list[tuple[list[int], int]]:
         """``(emitted_ids, n_accepted)`` of each round, in order."""
         if self.batched is None:
-            return [
-                self.impl.verify_draft(
-                    r.target_logits, r.draft_ids, r.draft_probs, self.params, r.history,
-                    self._rng, r.prompt,
-                )
+            rounds = [
+                (r.target_logits, r.draft_ids, r.draft_probs, r.history, r.prompt)
                 for r in requests
-            ]  # fmt: skip
+            ]
+            return self.impl.verify_many(rounds, self.params, self._rng)
         batched = self.batched
         greedy = batched.params_tuple(self.params)[0] == 0.0
         seeds = self._seeds.integers(0, _SEED_BOUND, size=len(requests), dtype=np.int64)

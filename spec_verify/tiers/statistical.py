@@ -38,11 +38,12 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import cached_property
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
 
+from spec_verify.adapters._generation_request import GenerationRequest
 from spec_verify.adapters._implementations import Implementation
 from spec_verify.errors import ImplementationError, InvalidArgument
 from spec_verify.results import CheckResult, Status
@@ -52,7 +53,7 @@ from spec_verify.stats._multiple import holm, holm_thresholds
 from spec_verify.stats._power import required_samples
 from spec_verify.stats._sequential import SequentialGofTest
 from spec_verify.stats._validate import check_int, check_open_unit
-from spec_verify.tiers._drive import SampledVerifier, VerifyRequest, module_attr
+from spec_verify.tiers._drive import SampledVerifier, VerifyRequest
 
 __all__ = [
     "DEFAULT_BUDGET",
@@ -314,6 +315,9 @@ class SequenceCheck(StatisticalCheck):
         return _Sampler(draw)
 
 
+T = TypeVar("T")
+
+
 @dataclass(frozen=True)
 class GenerationCheck(StatisticalCheck):
     """End to end: the first ``length`` tokens of ``speculative_generate`` follow the target.
@@ -365,39 +369,29 @@ class GenerationCheck(StatisticalCheck):
     def label(self, outcome: Sample) -> str:
         return " ".join(str(t) for t in outcome)  # type: ignore[attr-defined]
 
-    def _draft(self, impl: Implementation) -> Any:
-        from spec_verify.reference import BagLM
-
-        if self.draft_kind == "model":
-            return module_attr(impl, "ModelDraft")(BagLM(len(self.alphabet) + 1, self.draft_seed))
-        return module_attr(impl, "PromptLookupDraft")()
-
     def start(
         self, impl: Implementation, harness: np.random.Generator, seeds: np.random.SeedSequence
     ) -> _Sampler:
-        from spec_verify.reference import CharTokenizer
-        from spec_verify.tiers._drive import generation_module
-
-        generate = generation_module(impl).speculative_generate
-        tok = CharTokenizer(self.alphabet)
+        request = GenerationRequest(
+            draft_kind=self.draft_kind, alphabet=self.alphabet, target_seed=self.target_seed,
+            draft_seed=self.draft_seed, prompt=self.prompt, k=self.k, length=self.length,
+            params=self.params,
+        )  # fmt: skip
         seed_stream = np.random.Generator(np.random.PCG64(seeds))
 
-        def one(seed: int) -> Sample:
-            p = impl.params(max_tokens=self.length, seed=seed, **self.params)
-            out = generate(self._target(), self._draft(impl), tok, list(self.prompt), p, k=self.k)
-            return tuple(int(t) for t in out.ids)
-
         def draw(count: int) -> list[Sample]:
-            seeds_ = seed_stream.integers(0, 2**63, size=count, dtype=np.int64)
-            return [_guarded(impl, "speculative_generate", one, int(s)) for s in seeds_]
+            seeds_ = [int(s) for s in seed_stream.integers(0, 2**63, size=count, dtype=np.int64)]
+            outs = _guarded(impl, "speculative_generate", impl.generate_many, request, seeds_)
+            return [tuple(ids) for ids in outs]
 
         return _Sampler(draw)
 
 
-def _guarded(impl: Implementation, call: str, fn: Callable[[int], Sample], arg: int) -> Sample:
-    """Generation runs outside the adapter's guard: its crash is the implementation's failure."""
+def _guarded(impl: Implementation, call: str, fn: Callable[..., T], *args: Any) -> T:
+    """An implementation's exception that is not the contract's ``ValueError`` is its failure
+    (``ImplementationError``), not the harness's."""
     try:
-        return fn(arg)
+        return fn(*args)
     except (ValueError, ImplementationError):
         raise
     except Exception as exc:  # the implementation's own bug: report it as such

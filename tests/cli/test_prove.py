@@ -8,6 +8,7 @@ import re
 import pytest
 
 from spec_verify.cli import build_parser, main
+from spec_verify.results import ExitCode
 
 SEED = ["--p", "1/2,1/4,1/4", "--q", "1/4,1/2,1/4"]
 
@@ -118,3 +119,20 @@ def test_bad_input(capsys: pytest.CaptureFixture[str], argv: list[str], message:
     assert code == 2
     assert "spec-verify prove: error:" in err
     assert re.search(message, err), err
+
+
+def test_zero_cases_are_a_usage_error_not_a_proof(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["prove", "--theorem", "one_position", "--cases", "0"])
+    assert code == ExitCode.USAGE_ERROR
+    assert "--cases" in capsys.readouterr().err
+
+
+def test_a_theorem_over_no_case_is_not_proven() -> None:
+    from spec_verify.adapters import load_implementation
+    from spec_verify.exact._theorems import run_theorem
+    from spec_verify.results import Status
+
+    check, _ = run_theorem(load_implementation("reference", in_process=True), "one_position",
+                           cases=0)  # fmt: skip
+    assert check.status is Status.NOT_PROVABLE
+    assert "zero cases or zero calls prove nothing" in check.message

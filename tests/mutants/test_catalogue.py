@@ -149,7 +149,8 @@ def test_all_is_sorted_and_importable(module):
 def test_mutant_loads_as_a_private_package_beside_the_reference():
     from spec_verify import reference
 
-    impl = load_implementation("mutant:s04")
+    # In process: the test looks inside the loaded module (check runs it in a worker).
+    impl = load_implementation("mutant:s04", in_process=True)
     assert isinstance(impl, PythonImplementation)
     assert impl.name == "mutant:s04"
     assert impl.module.__name__ == PRIVATE_PREFIX + "s04"
@@ -172,13 +173,13 @@ def test_mutant_loads_as_a_private_package_beside_the_reference():
     mutated = impl.verify_draft(rows, [1], q, impl.params(), [], Uniforms())
     assert clean == ([0], 0)
     assert mutated != clean
-    assert load_implementation("mutant:s04").module is impl.module  # loaded once
+    assert load_implementation("mutant:s04", in_process=True).module is impl.module  # loaded once
 
 
 def test_mutant_source_is_inspectable():
     import inspect
 
-    impl = load_implementation("mutant:s03")
+    impl = load_implementation("mutant:s03", in_process=True)
     source = inspect.getsource(impl.module.rejection)
     assert "return sample_with(p, u_resample), False" in source
     assert impl.module.__file__ == "<mutant s03>/__init__.py"

@@ -107,7 +107,7 @@ def test_contract_prompt_lookup(
 
 def _module_with(name: str, **overrides: Any) -> PythonImplementation:
     """The reference as a module, with some of its functions replaced."""
-    base = load_implementation("reference").module
+    base = load_implementation("reference", in_process=True).module
     module = types.ModuleType(name)
     module.__dict__.update({key: getattr(base, key) for key in base.__all__})
     module.__dict__.update(overrides)
@@ -156,7 +156,8 @@ class _OutOfRange(Implementation):
 
 
 def _shifted_logprobs(*args: Any, **kwargs: Any) -> Generation:
-    out: Generation = load_implementation("reference").module.speculative_generate(*args, **kwargs)
+    reference = load_implementation("reference", in_process=True).module
+    out: Generation = reference.speculative_generate(*args, **kwargs)
     out.logprobs = [v - 0.5 for v in out.logprobs]
     return out
 

@@ -51,7 +51,7 @@ def test_the_same_seed_explores_the_same_examples() -> None:
 
 def test_missing_capabilities_are_skipped() -> None:
     module = types.ModuleType("verify_only")
-    module.verify_draft = load_implementation("reference").module.verify_draft  # type: ignore[attr-defined]
+    module.verify_draft = load_implementation("reference", in_process=True).module.verify_draft  # type: ignore[attr-defined]
     impl = PythonImplementation("python:verify_only", module)
     results = run_property_tier(impl, max_examples=3)
     skipped = {r.name for r in results if r.status is Status.SKIPPED}

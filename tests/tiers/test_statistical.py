@@ -88,7 +88,7 @@ def test_sequential_plans_the_g_test_at_half_alpha() -> None:
 
 def test_checks_without_their_capability_are_skipped_and_leave_the_family() -> None:
     module = types.ModuleType("verify_only")
-    module.verify_draft = load_implementation("reference").module.verify_draft  # type: ignore[attr-defined]
+    module.verify_draft = load_implementation("reference", in_process=True).module.verify_draft  # type: ignore[attr-defined]
     impl = PythonImplementation("python:verify_only", module)
     plan = plan_statistical_tier(impl, family_alpha=1e-6)
     skipped = [e.check.name for e in plan.entries if e.skip_reason]
@@ -327,7 +327,7 @@ def _off_by_delta(delta: float) -> PythonImplementation:
     """The reference, except that its first emitted token is replaced, with probability
     eps = delta / (1 - p(t)), by the target's least likely token t: the first token's law is
     then at TV exactly delta from p (for first_token.sampled_draft)."""
-    base = load_implementation("reference").module
+    base = load_implementation("reference", in_process=True).module
     module = types.ModuleType("off_by_delta")
     module.__dict__.update({k: getattr(base, k) for k in base.__all__})
     p = [0.5, 0.125, 0.125, 0.125, 0.125]
