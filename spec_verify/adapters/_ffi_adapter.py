@@ -41,6 +41,7 @@ from spec_verify.adapters._wire import WireError, require
 from spec_verify.errors import BudgetExhausted, ImplementationError, UnknownImplementation
 from spec_verify.reference.pcg32 import Pcg32
 from spec_verify.reference.sampling import SamplingParams
+from spec_verify.uniforms import ScriptedUniforms, TooManyDraws
 
 __all__ = ["DEFAULT_TIMEOUT", "Call", "FfiImplementation", "Outcome", "load_ffi"]
 
@@ -76,8 +77,8 @@ def _decode_outcome(impl: str, data: Any, arrays: dict[str, Any]) -> Outcome:
         return ("ok", decode_value(data.get("value"), arrays), drawn)
     if kind == "err":
         return ("err", decode_error(data.get("value")), drawn)
-    if kind == "remote_failed":
-        return ("err", "remote_failed", drawn)
+    if kind in ("remote_failed", "too_many"):
+        return ("err", kind, drawn)
     raise WireError(f"an outcome of kind {kind!r:.40}")
 
 
@@ -222,6 +223,8 @@ class FfiImplementation(Implementation):
             raise self._protocol_error(method, exc) from None
         if method in ("verify_draft", "verify_tree"):
             self.last_uniforms_drawn = drawn
+        if outcome == "err" and value == "too_many":
+            raise TooManyDraws  # the scripted source's hard limit, as in this process
         if outcome == "err" and value == "remote_failed":
             # the caller's uniform source raised: as a Python implementation would
             if not failures:
@@ -323,19 +326,37 @@ class FfiImplementation(Implementation):
         has_source = rng is not None and callable(getattr(rng, "random", None))
         if not has_source:  # the library validates first; its first draw is then the error
             source = ("forbid",) if greedy else ("missing",)
-            result: tuple[list[int], int] = self._call("verify_draft", kwargs, source)
-            return result
+            forbidden: tuple[list[int], int] = self._call("verify_draft", kwargs, source)
+            return forbidden
+        result: tuple[list[int], int] = self._call_with_source(
+            "verify_draft", kwargs, rng, 2 * len(draft_ids) + 1
+        )
+        return result
+
+    def _call_with_source(
+        self, method: str, kwargs: dict[str, Any], rng: Any, most: int
+    ) -> Any:
+        """``method`` with uniforms from ``rng`` in the library's draw order, in one request
+        where ``rng`` allows: a ``ScriptedUniforms`` crosses as data (its script, ``then``,
+        ``limit`` and count, which it ends with as a direct call would leave it); a copyable
+        generator is pre-drawn ``most`` values from a copy and advanced by what was drawn;
+        anything else is asked one uniform at a time."""
+        self.last_uniforms_drawn = None
+        if type(rng) is ScriptedUniforms:
+            source = ("scripted", [float(u) for u in rng.script], rng.then, rng.limit, rng.drawn)
+            try:
+                return self._call(method, kwargs, source)
+            finally:
+                rng.drawn += self.last_uniforms_drawn or 0
         if type(rng) in _COPYABLE_SOURCES:
             twin = copy.deepcopy(rng)
-            script = [float(twin.random()) for _ in range(2 * len(draft_ids) + 1)]
+            script = [float(twin.random()) for _ in range(most)]
             try:
-                result = self._call("verify_draft", kwargs, ("list", script))
+                return self._call(method, kwargs, ("list", script))
             finally:
                 for _ in range(min(self.last_uniforms_drawn or 0, len(script))):
                     rng.random()
-            return result
-        result = self._call("verify_draft", kwargs, ("remote",), rng)
-        return result
+        return self._call(method, kwargs, ("remote",), rng)
 
     def verify_tree(
         self,
@@ -372,16 +393,8 @@ class FfiImplementation(Implementation):
         if rng is None or not callable(getattr(rng, "random", None)):
             source = ("forbid",) if greedy else ("missing",)
             result = self._call("verify_tree", kwargs, source)
-        elif type(rng) in _COPYABLE_SOURCES:
-            twin = copy.deepcopy(rng)
-            script = [float(twin.random()) for _ in range(2 * len(kwargs["parents"]) + 1)]
-            try:
-                result = self._call("verify_tree", kwargs, ("list", script))
-            finally:
-                for _ in range(min(self.last_uniforms_drawn or 0, len(script))):
-                    rng.random()
         else:
-            result = self._call("verify_tree", kwargs, ("remote",), rng)
+            result = self._call_with_source("verify_tree", kwargs, rng, 2 * len(parents) + 1)
         return check_tree_result(
             self.name, result, kwargs["parents"], kwargs["token_ids"], np.shape(target_logits)[-1]
         )

@@ -71,12 +71,42 @@ class DrewWhenForbidden(Exception):
     """The library drew a uniform where none may be drawn (greedy, no source)."""
 
 
+class TooManyScripted(Exception):
+    """A scripted source's hard limit on draws was passed (the harness's ``TooManyDraws``)."""
+
+
 class DrewWithoutSource(Exception):
     """Sampled verification without a uniform source reached its first draw."""
 
 
 def _params(values: Any) -> SvSamplingParams:
     return SvSamplingParams(**dict(zip(PARAM_FIELDS, values, strict=True)))
+
+
+def _scripted(source: Any, counter: list[int]) -> Callable[[], float]:
+    """A ``ScriptedUniforms(script, then=then, limit=limit)`` that had drawn ``start``."""
+    if len(source) != 5:
+        raise WireError("a scripted source is [kind, script, then, limit, drawn]")
+    _, script, then, limit, start = source
+    if not (isinstance(script, list) and all(type(u) is float for u in script)):
+        raise WireError("a scripted source's script is not a list of floats")
+    if not (then is None or type(then) is float) or not (limit is None or type(limit) is int):
+        raise WireError("a scripted source's then/limit are not a float/an int or null")
+    if type(start) is not int or start < 0:
+        raise WireError("a scripted source's drawn is not a non-negative int")
+
+    def draw() -> float:
+        i = start + counter[0]
+        counter[0] += 1
+        if limit is not None and i + 1 > limit:
+            raise TooManyScripted
+        if i < len(script):
+            return float(script[i])
+        if then is None:
+            raise DrewPastScript(len(script))
+        return float(then)
+
+    return draw
 
 
 def _uniform_source(
@@ -98,6 +128,8 @@ def _uniform_source(
             return float(script[counter[0] - 1])
 
         return scripted, 0
+    if kind == "scripted":  # the harness's ScriptedUniforms as data: script, then, limit, drawn
+        return _scripted(source, counter), 0
     if kind == "remote" and sock is not None:
 
         def remote() -> float:
@@ -117,7 +149,7 @@ def _uniform_source(
     return forbidden, 0
 
 
-def run_call(
+def run_call(  # noqa: PLR0911 -- one return per kind of outcome
     lib: Library, method: str, kwargs: dict[str, Any], source: Any, sock: socket.socket | None
 ) -> Outcome:
     """One library call; every failure comes back as a value, never as a raise."""
@@ -179,6 +211,8 @@ def run_call(
         cause = exc.__cause__
         if isinstance(cause, RemoteFailed):
             return ("err", "remote_failed", counter[0])
+        if isinstance(cause, TooManyScripted):
+            return ("err", "too_many", counter[0])
         if isinstance(cause, DrewPastScript):
             reason = (
                 f"drew uniform #{counter[0]} but only {cause.scripted} were scripted: the "
@@ -230,8 +264,8 @@ def run_batch(
 
 def _encode_outcome(outcome: Outcome, arrays: dict[str, Any]) -> dict[str, Any]:
     kind, value, drawn = outcome
-    if kind == "err" and value == "remote_failed":
-        return {"outcome": "remote_failed", "value": None, "drawn": drawn}
+    if kind == "err" and value in ("remote_failed", "too_many"):
+        return {"outcome": value, "value": None, "drawn": drawn}
     if kind == "err":
         if isinstance(value, BaseException):
             return {"outcome": "err", "value": encode_error(value), "drawn": drawn}

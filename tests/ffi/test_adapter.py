@@ -13,6 +13,7 @@ from spec_verify.adapters._ffi_adapter import FfiImplementation
 from spec_verify.adapters._implementations import Implementation, load_implementation
 from spec_verify.errors import ImplementationError, UnknownImplementation
 from spec_verify.reference import InvalidLogits, SamplingParams, request_rng, verify_draft
+from spec_verify.uniforms import ScriptedUniforms, TooManyDraws
 
 ROWS = np.log([[0.5, 0.25, 0.25], [0.2, 0.3, 0.5]])
 Q = np.array([[0.25, 0.5, 0.25]])
@@ -143,6 +144,23 @@ class TestPort:
             got = impl.verify_draft(ROWS, [1], Q, SamplingParams(), [], source)
             assert got == verify_draft(ROWS, [1], Q, SamplingParams(), [], twin)
         assert source.random() == twin.random()
+
+    @pytest.mark.parametrize("script", [(0.3, 0.9), (0.99, 0.2, 0.6), (0.99,)])
+    def test_a_scripted_source_crosses_as_data_and_keeps_its_count(self, impl, script):
+        """ScriptedUniforms go with the request (one round trip, not one per draw) and end as
+        a call in this process would leave them."""
+        source, twin = ScriptedUniforms(script, then=0.5), ScriptedUniforms(script, then=0.5)
+        source.drawn = twin.drawn = 0
+        got = impl.verify_draft(ROWS, [1], Q, SamplingParams(), [], source)
+        assert got == verify_draft(ROWS, [1], Q, SamplingParams(), [], twin)
+        assert source.drawn == twin.drawn
+
+    def test_a_scripted_sources_limit_is_too_many_draws(self, impl):
+        with pytest.raises(TooManyDraws):
+            impl.verify_draft(ROWS, [1], Q, SamplingParams(), [],
+                              ScriptedUniforms((), then=0.99, limit=1))  # fmt: skip
+        with pytest.raises(ImplementationError, match="only 1 were scripted"):
+            impl.verify_draft(ROWS, [1], Q, SamplingParams(), [], ScriptedUniforms((0.99,)))
 
     def test_a_raising_source_is_reported_as_a_python_impl_would(self, impl):
         class Exhausted:
