@@ -6,7 +6,8 @@ per-request draft lengths, one target row per drafted position, the bonus tokens
 the caller) and returns (batch, max_k + 1) ids with -1 padding. ``rejection_sample_offset_bug``
 has a planted batching bug: the target rows are read at the draft's index *within its
 request* instead of its index in the flattened batch, which is right only for the first request
-of a batch (so it passes every test of a request run alone).
+of a batch (so it passes every test of a request run alone, which is why ``check_batched``
+runs requests inside batches too).
 """
 
 from __future__ import annotations
@@ -14,6 +15,10 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+
+# The kernel ``spec-verify check --impl python:examples.batched_kernel`` checks (the module has
+# no ``verify_draft``: each check is one request in a batch of one; spec_verify.adapters._kernel).
+SPEC_VERIFY_KERNEL = "rejection_sample"
 
 
 def _numpy(values: Any) -> np.ndarray:

@@ -554,7 +554,7 @@ def check_tree_result(
     return emitted, nodes
 
 
-def load_python(spec: str, module_name: str) -> PythonImplementation:
+def load_python(spec: str, module_name: str) -> Implementation:
     if not module_name:
         raise UnknownImplementation("impl", spec, "python: needs a module", "python:package.module")
     try:
@@ -566,17 +566,42 @@ def load_python(spec: str, module_name: str) -> PythonImplementation:
             f"module {module_name!r} cannot be imported ({exc})",
             "check the name and that it is on sys.path",
         ) from exc
-    if not hasattr(module, "verify_draft"):
-        raise UnknownImplementation(
-            "impl",
-            spec,
-            f"module {module_name!r} has no verify_draft",
-            "expose the contract names of seed section 4",
-        )
     try:
-        return PythonImplementation(spec, module)
+        host = PythonImplementation(spec, module)
+        if not hasattr(module, "verify_draft"):
+            return _as_kernel(host, set(dir(module)), module_name)
+        return host
     except InvalidArgument as exc:  # its SPEC_VERIFY_CAPABILITIES is malformed
         raise UnknownImplementation("impl", spec, str(exc), exc.fix) from exc
+
+
+def _as_kernel(host: Any, names: set[str] | frozenset[str], target: str) -> Implementation:
+    """A module without ``verify_draft``: its declared batched kernel (``_kernel.py``), or a
+    load error saying what a module must offer.
+
+    Raises:
+        UnknownImplementation: neither ``verify_draft`` nor a declared kernel.
+    """
+    from spec_verify.adapters._kernel import KERNEL_DECLARATION, KernelImplementation
+
+    if KERNEL_DECLARATION not in names:
+        host.close()
+        raise UnknownImplementation(
+            "impl",
+            host.name,
+            f"module {target!r} has no verify_draft",
+            "expose the contract names of seed section 4, or declare a batched rejection "
+            f"kernel: {KERNEL_DECLARATION} = 'function_name' (docs/tutorial-own-sampler.md)",
+        )
+    kernel = getattr(host.module, KERNEL_DECLARATION)
+    if not isinstance(kernel, str) or kernel not in names:
+        host.close()
+        raise UnknownImplementation(
+            "impl", host.name, f"{KERNEL_DECLARATION} = {kernel!r} names no function of the module",
+            f"set {KERNEL_DECLARATION} to the kernel's name, e.g. 'rejection_sample'",
+        )  # fmt: skip
+    declared = getattr(host.module, DECLARATION) if DECLARATION in names else None
+    return KernelImplementation(host, kernel, declared)
 
 
 def _load_in_worker(spec: str, kind: str, target: str) -> Implementation:
@@ -594,16 +619,10 @@ def _load_in_worker(spec: str, kind: str, target: str) -> Implementation:
             raise UnknownImplementation("impl", spec, exc.rule, exc.fix) from None
     try:
         impl = WorkerImplementation(spec, kind, target)
+        if "verify_draft" not in impl.names:
+            return _as_kernel(impl, impl.names, target)
     except InvalidArgument as exc:  # its SPEC_VERIFY_CAPABILITIES is malformed
         raise UnknownImplementation("impl", spec, str(exc), exc.fix) from exc
-    if "verify_draft" not in impl.names:
-        impl.close()
-        raise UnknownImplementation(
-            "impl",
-            spec,
-            f"module {target!r} has no verify_draft",
-            "expose the contract names of seed section 4",
-        )
     return impl
 
 

@@ -1,0 +1,73 @@
+"""A declared batched kernel is checked through ``--impl python:`` under the lossless profile."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from spec_verify.adapters import load_implementation
+from spec_verify.errors import ImplementationError, UnknownImplementation
+from spec_verify.reference import SamplingParams, verify_draft
+from spec_verify.results import Status
+from spec_verify.runner import run_checks
+
+ROWS = np.log(np.array([[0.5, 0.3, 0.2], [0.1, 0.1, 0.8], [0.3, 0.3, 0.4]]))
+Q = np.array([[0.2, 0.6, 0.2], [0.3, 0.3, 0.4]])
+
+
+def test_a_declared_kernel_is_an_implementation_of_its_law_only() -> None:
+    impl = load_implementation("python:tests.impls.kernel_honest")
+    try:
+        assert type(impl).__name__ == "KernelImplementation"
+        assert impl.capabilities == {"verify_draft", "greedy"}
+        greedy = SamplingParams(temperature=0.0)
+        assert impl.verify_draft(ROWS, [2, 2], None, greedy, [], None) == verify_draft(
+            ROWS, [2, 2], None, greedy, [], None
+        )
+        emitted, kept = impl.verify_draft(
+            ROWS, [1, 2], Q, SamplingParams(), [], np.random.default_rng(1)
+        )
+        assert len(emitted) == kept + 1 and all(0 <= t < 3 for t in emitted)
+    finally:
+        impl.close()
+
+
+@pytest.mark.parametrize(
+    ("spec", "passed"),
+    [
+        ("python:tests.impls.kernel_honest", True),
+        ("python:tests.impls.kernel_resamples_from_p", False),
+    ],
+)
+def test_the_lossless_gate_tells_an_honest_kernel_from_a_biased_one(
+    spec: str, passed: bool
+) -> None:
+    report = run_checks(spec, tiers=["greedy", "statistical"], quick=True, profile="lossless")
+    assert report.passed is passed, [(r.name, r.status, r.message) for r in report.results]
+    if not passed:
+        assert any(r.tier == "statistical" and r.status is Status.FAILED for r in report.results)
+
+
+def test_a_module_with_neither_verify_draft_nor_a_kernel_says_what_to_offer(
+    tmp_path, monkeypatch
+) -> None:
+    (tmp_path / "nothing_here.py").write_text("x = 1\n")
+    (tmp_path / "bad_kernel.py").write_text("SPEC_VERIFY_KERNEL = 'missing'\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(UnknownImplementation, match="SPEC_VERIFY_KERNEL"):
+        load_implementation("python:nothing_here")
+    with pytest.raises(UnknownImplementation, match="names no function"):
+        load_implementation("python:bad_kernel")
+
+
+def test_a_kernel_that_returns_garbage_is_its_failure(tmp_path, monkeypatch) -> None:
+    (tmp_path / "garbage_kernel.py").write_text(
+        "SPEC_VERIFY_KERNEL = 'k'\ndef k(*args):\n    return [[7, -1, 1]]\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    impl = load_implementation("python:garbage_kernel")
+    try:
+        with pytest.raises(ImplementationError, match="only -1 padding"):
+            impl.verify_draft(ROWS, [1, 2], Q, SamplingParams(), [], np.random.default_rng(0))
+    finally:
+        impl.close()
