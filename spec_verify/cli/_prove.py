@@ -101,10 +101,12 @@ def _run(args: argparse.Namespace) -> int:
     if args.cases is not None and args.cases < (0 if args.tree else 1):
         # Zero cases prove nothing: "proven" over an empty set would be a vacuous verdict. (In
         # --tree mode --cases counts the random trees added to the fixed ones, so 0 is fine.)
-        raise InvalidArgument(
-            "--cases", args.cases,
-            "must be >= 0 (random trees added to the fixed ones)" if args.tree else "must be >= 1 (zero cases prove nothing)",
-        )  # fmt: skip
+        rule = (
+            "must be >= 0 (random trees added to the fixed ones)"
+            if args.tree
+            else "must be >= 1 (zero cases prove nothing)"
+        )
+        raise InvalidArgument("--cases", args.cases, rule)
     given = args.p is not None or args.q is not None
     if args.symbolic:
         return _symbolic(args)
