@@ -25,10 +25,13 @@ from __future__ import annotations
 
 import builtins
 import copy
+import json
 import math
 import operator
 import re
+import select
 import socket
+import struct
 import threading
 from collections.abc import Callable, Mapping
 from fractions import Fraction
@@ -36,10 +39,10 @@ from typing import Any
 
 import numpy as np
 
-from spec_verify.adapters import _wire
-from spec_verify.adapters._wire import WireError, recv_message
-
-__all__ = ["BUILTINS", "Endpoint", "ProtocolError", "Remote", "RemoteError", "pickle_handle"]
+__all__ = [
+    "BUILTINS", "MAGIC", "Endpoint", "FrameError", "FrameReader", "FrameTooLarge", "PeerClosed",
+    "ProtocolError", "Remote", "RemoteError", "encode_frame", "pickle_handle",
+]
 
 _MAX_ITEMS = 1 << 20  # elements of one container, either way
 _DTYPE = re.compile(r"[<>|=][biufc][0-9]{1,2}")
@@ -211,6 +214,7 @@ class Endpoint:
                  exception_key: Callable[[type[BaseException]], str | None] | None = None,
                  ) -> None:
         self.sock = sock
+        self._frames = FrameReader(sock)
         self.restricted = restricted
         self._make_proxy = make_proxy or _make_remote
         self._class_key = class_key or (lambda value: None)
@@ -465,24 +469,13 @@ class Endpoint:
         with self._lock:
             released, self._released = self._released, []
         header["rel"] = released
-        arrays = {"blob": np.frombuffer(bytes(blob), dtype=np.uint8)} if blob else {}
-        # One frame of the wire format, written with one system call: the peer wakes once per
-        # message (send_message writes its parts one by one; a round trip here is a few tens
-        # of microseconds, and a suite makes thousands)
-        frame = b"".join(bytes(part) for part in _wire._encode(header, arrays, _wire.LIMITS))
         try:
-            self.sock.sendall(frame)
+            self.sock.sendall(encode_frame(header, blob))
         except OSError as exc:
-            raise _wire.PeerClosed(f"the peer is gone ({exc})") from exc
+            raise PeerClosed(f"the peer is gone ({exc})") from exc
 
     def _receive(self) -> tuple[dict[str, Any], memoryview]:
-        try:
-            header, arrays = recv_message(self.sock, None)
-        except WireError:
-            raise
-        blob = arrays.get("blob", np.zeros(0, dtype=np.uint8))
-        if blob.dtype != np.uint8 or blob.ndim != 1 or set(arrays) - {"blob"}:
-            raise ProtocolError("a message's arrays must be one byte blob")
+        header, blob = self._frames.read()
         released = header.get("rel")
         if isinstance(released, list):
             for number in released:
@@ -490,7 +483,7 @@ class Endpoint:
                     value = self._exports.pop(number, None)
                     if value is not None and self._export_ids.get(id(value)) == number:
                         del self._export_ids[id(value)]
-        return header, memoryview(blob.tobytes())
+        return header, blob
 
     def request(self, header: dict[str, Any], values: list[Any]) -> Any:
         """Send a request with ``values`` (encoded), serve the peer until its reply."""
@@ -512,8 +505,6 @@ class Endpoint:
 
     def serve_forever(self) -> None:
         """Serve the peer's requests until it closes the connection."""
-        from spec_verify.adapters._wire import PeerClosed
-
         while True:
             try:
                 message, data = self._receive()
@@ -531,7 +522,7 @@ class Endpoint:
                 raise ProtocolError("a request's values must be a list")
             result = self._dispatch(message, values)
             reply = {"k": "ok", "v": self.encode(result, blob)}
-        except (WireError, MemoryError):
+        except (FrameError, MemoryError):
             raise
         except BaseException as error:
             if isinstance(error, (KeyboardInterrupt, SystemExit)) and not self.restricted:
@@ -594,6 +585,103 @@ class Endpoint:
 
     def builtin(self, name: str, *args: Any, **kwargs: Any) -> Any:
         return self.request({"op": "builtin", "name": name}, [*args, dict(kwargs)])
+
+
+# ---- frames ----------------------------------------------------------------------------------
+# The wire format of ``spec_verify.adapters._wire`` (prefix: magic, header length, body length;
+# the JSON envelope ``{"header": ..., "arrays": [...]}``; the body), restricted to what this
+# protocol sends: at most one array, the message's byte blob (``["blob", "|u1", [n]]``). Written
+# and read here rather than by ``send_message``/``recv_message``, for two reasons: a suite makes
+# thousands of calls, each two frames, and the general reader's three system calls, poll and
+# array listing were about half of a round trip's CPU (``benchmarks/bench_grade.py`` prints the
+# cost of a call); and the suite's process must not import ``spec_verify.adapters`` (its
+# ``__init__`` imports the installed reference: the worker could not preload the proxy, so
+# every run imported and compiled some thirty modules, the reference among them, about a third
+# of a second). ``tests/mutants/test_proxy.py`` checks both ways that the frames are the wire's.
+
+MAGIC = b"SVW1"
+MAX_HEADER = 16 << 20  # bytes of JSON header, as the wire's limits
+MAX_BODY = 256 << 20  # bytes of body
+_PREFIX = struct.Struct("<4sIQ")
+_CHUNK = 1 << 16
+
+
+class FrameError(Exception):
+    """A frame that breaks the wire format (a broken or hostile peer): the stream is unusable."""
+
+
+class FrameTooLarge(FrameError):
+    """A frame past ``MAX_HEADER``/``MAX_BODY`` (nothing is allocated for it)."""
+
+
+class PeerClosed(FrameError):
+    """The peer closed the stream between frames."""
+
+
+def encode_frame(header: dict[str, Any], blob: bytes | bytearray) -> bytes:
+    """One frame of the wire format: ``header`` and ``blob`` as the wire's array ``blob``."""
+    listing = [["blob", "|u1", [len(blob)]]] if blob else []
+    try:
+        text = json.dumps({"header": header, "arrays": listing}, separators=(",", ":"),
+                          allow_nan=True).encode("utf-8")
+    except (TypeError, ValueError) as exc:
+        raise FrameError(f"header is not plain JSON data: {exc}") from exc
+    if len(text) > MAX_HEADER or len(blob) > MAX_BODY:
+        raise FrameTooLarge(f"a frame of {len(text)} header and {len(blob)} body bytes; the "
+                            f"limits are {MAX_HEADER} and {MAX_BODY}")
+    return b"".join((_PREFIX.pack(MAGIC, len(text), len(blob)), text, blob))
+
+
+class FrameReader:
+    """Reads this protocol's frames from a socket, buffered: one system call per frame when
+    it is whole in the socket (the usual case), never reading past what the peer sent."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.buffer = bytearray()
+
+    def _fill(self, size: int, started: bool) -> None:
+        while len(self.buffer) < size:
+            try:
+                chunk = self.sock.recv(max(_CHUNK, size - len(self.buffer)))
+            except (BlockingIOError, InterruptedError):
+                select.select([self.sock], [], [])
+                continue
+            except ConnectionResetError as exc:
+                chunk = b""
+                if not started and not self.buffer:
+                    raise PeerClosed(f"the peer reset the stream ({exc})") from exc
+            if not chunk:
+                if not started and not self.buffer:
+                    raise PeerClosed("the peer closed the stream")
+                raise FrameError(f"truncated frame: the stream ended after {len(self.buffer)} "
+                                f"of {size} bytes")
+            self.buffer += chunk
+
+    def read(self) -> tuple[dict[str, Any], memoryview]:
+        """The next frame's header and blob (empty when the frame has no array)."""
+        self._fill(_PREFIX.size, started=False)
+        magic, size, body = _PREFIX.unpack_from(self.buffer)
+        if magic != MAGIC:
+            raise FrameError(f"bad frame magic {bytes(magic)!r}: not our protocol")
+        if size > MAX_HEADER or body > MAX_BODY:
+            raise FrameTooLarge(f"a frame of {size} header and {body} body bytes announced")
+        end = _PREFIX.size + size + body
+        self._fill(end, started=True)
+        text = bytes(self.buffer[_PREFIX.size:_PREFIX.size + size])
+        blob = bytes(self.buffer[_PREFIX.size + size:end])
+        del self.buffer[:end]
+        try:
+            envelope = json.loads(text)
+        except (ValueError, RecursionError) as exc:
+            raise FrameError(f"the frame header is not JSON: {exc}") from exc
+        if not (isinstance(envelope, dict) and set(envelope) == {"header", "arrays"}
+                and isinstance(envelope["header"], dict)):
+            raise FrameError("the frame header must be {'header': {...}, 'arrays': [...]}")
+        listing = envelope["arrays"]
+        if listing != ([["blob", "|u1", [body]]] if body else []):
+            raise ProtocolError("a message's arrays must be one byte blob")
+        return envelope["header"], memoryview(blob)
 
 
 class _MethodMarker:

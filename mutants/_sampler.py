@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import gc
 import importlib
 import inspect
 import json
@@ -29,13 +30,40 @@ import socket
 import sys
 import time
 from collections.abc import Mapping
-from types import ModuleType
+from types import CodeType, ModuleType
 from typing import Any
 
-__all__ = ["PACKAGE", "describe", "main", "module_names"]
+__all__ = ["ORIGIN", "PACKAGE", "describe", "main", "module_names", "precompile"]
 
 PACKAGE = "spec_verify.reference"
+ORIGIN = "<reference>"  # the pseudo folder of a served tree's files
 _TREE_DEADLINE = 60.0  # seconds to receive the tree once the child starts
+# The fork server's compiled texts, ``(filename, text) -> code``, filled by ``precompile``
+# requests before any run; every served child inherits it and compiles nothing it holds.
+_COMPILED: dict[tuple[str, str], CodeType] = {}
+
+
+def precompile(files: Any) -> int:
+    """Compile ``[[relative file, text], ...]`` (every tree of a grading, each distinct text
+    once) into ``_COMPILED``; the number of texts compiled. A text that does not compile is
+    left out: its run compiles it and fails there, as it would without this."""
+    from ._load import compile_source, tree_filename
+
+    count = 0
+    for item in files if isinstance(files, list) else []:
+        if not (isinstance(item, list) and len(item) == 2 and all(isinstance(v, str)
+                                                                   for v in item)):
+            continue
+        relative, text = item
+        key = (tree_filename(ORIGIN, relative), text)
+        if not relative.endswith(".py") or key in _COMPILED:
+            continue
+        try:
+            _COMPILED[key] = compile_source(*key)
+        except (SyntaxError, ValueError):
+            continue
+        count += 1
+    return count
 
 
 def module_names(sources: Mapping[str, str]) -> list[str]:
@@ -188,7 +216,7 @@ def load(sources: Mapping[str, str]) -> ModuleType:
 
     for name in [n for n in sys.modules if n == PACKAGE or n.startswith(PACKAGE + ".")]:
         del sys.modules[name]
-    module = load_source_tree(PACKAGE, sources, "<reference>")
+    module = load_source_tree(PACKAGE, sources, ORIGIN, _COMPILED)
     module._sv_module_names = module_names(sources)  # type: ignore[attr-defined]
     return module
 
@@ -218,6 +246,7 @@ def serve(sock: socket.socket) -> None:
         endpoint.handlers["describe"] = broken
     else:
         endpoint.handlers["describe"] = lambda message, values: describe(private)
+        gc.freeze()  # the tree's modules: no collection of this child walks them again
     endpoint.handlers["construct_exception"] = _construct_exception
     del sources, header
     endpoint.serve_forever()
@@ -232,6 +261,11 @@ def main() -> int:
 
     from . import _load, _rpc  # noqa: F401
 
+    # Freeze the heap before forking: a served child's collector then skips the server's
+    # objects (numpy's, the compiled trees'), as the suite's worker does (``_worker.py``); a
+    # child makes objects at every call it serves, and a full collection walked them all.
+    gc.collect()
+    gc.freeze()
     children: dict[str, int] = {}
     while True:
         try:
@@ -242,6 +276,15 @@ def main() -> int:
             break
         request = json.loads(data)
         token = str(request.get("token"))
+        if request.get("op") == "precompile" and fds:
+            from spec_verify.adapters._wire import WireError, recv_message
+
+            with socket.socket(fileno=fds.pop()) as source, contextlib.suppress(WireError,
+                                                                                 OSError):
+                precompile(recv_message(source, time.monotonic() + _TREE_DEADLINE)[0].get(
+                    "files"))
+            gc.collect()
+            gc.freeze()
         if request.get("op") == "serve" and fds:
             pid = os.fork()
             if pid == 0:

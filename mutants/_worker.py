@@ -252,9 +252,14 @@ def _fork(job: dict[str, Any], private_fds: Sequence[int]) -> int:
 
 
 def _preload(names: Sequence[str]) -> None:
-    """Import ``names`` (each import that pulls in the reference is undone), then freeze the
-    heap: the collector of every forked run skips the worker's objects (pytest collects
-    several times per session) and copy-on-write pages stay shared."""
+    """Import ``names`` and the modules of the installed pytest plugins (``pytest11`` entry
+    points: every ``pytest.main`` imports them, and pytest rewrote and compiled them, and
+    their imports, in every run: about half a second a run, anyio's plugin importing its
+    event-loop backends most of it); each import that pulls in the reference is undone. Then
+    freeze the heap: the collector of every forked run skips the worker's objects (pytest
+    collects several times per session) and copy-on-write pages stay shared. The list is the
+    machine's, fixed before the first run; a preloaded plugin is not assertion-rewritten, whose
+    warning every run ignores alike (``pytest_arguments``)."""
     for name in names:
         if name in sys.modules or _is_reference(name):
             continue
@@ -264,15 +269,21 @@ def _preload(names: Sequence[str]) -> None:
         if any(_is_reference(n) for n in sys.modules):  # roll the whole import back
             for added in set(sys.modules) - before:
                 del sys.modules[added]
-    with contextlib.suppress(Exception):  # entry points are scanned by every pytest.main
-        importlib.metadata.entry_points(group="pytest11")
     gc.collect()
     gc.freeze()
 
 
+def _plugin_modules() -> tuple[str, ...]:
+    """The modules of the installed pytest plugins (their ``pytest11`` entry points)."""
+    with contextlib.suppress(Exception):  # entry points are scanned by every pytest.main
+        return tuple(entry.value.split(":")[0].strip()
+                     for entry in importlib.metadata.entry_points(group="pytest11"))
+    return ()
+
+
 def main() -> int:
     """Serve jobs until standard input closes; then end every run still going."""
-    _preload(_PRELOAD)
+    _preload((*_PRELOAD, *_plugin_modules()))
     requests = os.dup(0)
     replies = os.dup(1)
     handover = socket.socket(fileno=int(sys.argv[1]))  # the suite's ends of the socket pairs

@@ -553,13 +553,15 @@ def grade(
     mutated = [apply_mutant(m, sources) for m in chosen]  # fails loudly before any run
     say = progress or (lambda line: None)
 
+    canary = canary_sources(sources)
+
     with RunPool(suite, select) as pool:
+        pool.precompile([sources, canary, *mutated])  # before any run: every run alike
         shuffler = random.SystemRandom() if order_seed is None else random.Random(order_seed)
         grading = _Grading(pool, jobs, say, shuffler)
         try:
             grading.clean_runs(sources, repeats, clean_timeout, timeout_factor, min_timeout)
-            outcomes = grading.controls_and_mutants(sources, canary_sources(sources), chosen,
-                                                    mutated, decoys)
+            outcomes = grading.controls_and_mutants(sources, canary, chosen, mutated, decoys)
             results = grading.confirm(sources, chosen, mutated, outcomes, confirmations)
         except _Refused as refused:
             return GradeResult(
@@ -608,6 +610,7 @@ def run_mutants(
                        timeout, select=tuple(plan[i]) or None, private_names=True) for i in ids]
     out: dict[str | None, RunOutcome] = {}
     with RunPool(suite) as pool:
+        pool.precompile([run.sources for run in runs])
         for index, outcome in pool.run_all(jobs or _default_jobs(), runs):
             out[ids[index]] = outcome
     return out

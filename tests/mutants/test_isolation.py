@@ -65,3 +65,25 @@ def test_a_finder_that_claims_the_installed_reference_comes_too_late():
     # pytest's rewriting finder does this in a regular install; the run's copy is imported first.
     result = grade(SUITES / "claimed_reference", mutants=["s01"], decoys=0)
     assert result.graded, (result.reason, result.clean_failures)
+
+
+def test_every_tree_is_compiled_before_the_first_run(monkeypatch):
+    # The sampler's fork server compiles each text of a grading once (a run's sampler no
+    # longer compiles its tree). Every tree must be compiled before any run starts: a tree
+    # first seen in the middle of a grading would make its first run slower, and a mutant
+    # (a new tree) would be told from a decoy (the clean tree, already compiled) by time.
+    from spec_verify.mutants._runner import RunPool
+
+    started: list[bool] = []
+    original = RunPool._start
+
+    def start(pool, prepared):
+        started.append(all((name, text) in pool._compiled
+                           for name, text in prepared.sources.items() if name.endswith(".py")))
+        return original(pool, prepared)
+
+    monkeypatch.setattr(RunPool, "_start", start)
+    result = grade(SUITES / "code_paths", mutants=["s05", "s11"], decoys=1, repeats=1,
+                   confirmations=1)
+    assert result.graded, result.reason
+    assert len(started) >= 1 + 1 + 1 + 2 and all(started), started

@@ -342,3 +342,99 @@ def test_private_names_only_for_the_project_s_own_tests():
     finally:
         sock.close()
         os.waitpid(pid, 0)
+
+
+def test_the_rpc_frames_are_the_wire_s_frames():
+    import struct
+    import time
+
+    from spec_verify.adapters import _wire
+    from spec_verify.adapters._wire import recv_message
+
+    assert _rpc.MAGIC == _wire.MAGIC
+    header = {"k": "req", "v": [1, "x", {"t": "bytes", "o": 0, "n": 10}], "rel": []}
+    blob = bytes(range(10))
+    a, b = socket.socketpair()
+    with a, b:
+        a.sendall(_rpc.encode_frame(header, blob))  # ours, read by the wire's reader
+        got, arrays = recv_message(b, time.monotonic() + 5)
+        assert got == header and arrays["blob"].tobytes() == blob and set(arrays) == {"blob"}
+        send_message(a, header, {"blob": np.frombuffer(blob, dtype=np.uint8)})  # the wire's
+        send_message(a, {"k": "ok", "v": None})
+        reader = _rpc.FrameReader(b)
+        first, second = reader.read(), reader.read()
+        assert first[0] == header and bytes(first[1]) == blob
+        assert second[0] == {"k": "ok", "v": None} and bytes(second[1]) == b""
+        # what a broken or hostile peer may send instead
+        send_message(a, {"k": "ok"}, {"blob": np.zeros(2, np.uint8), "x": np.zeros(1)})
+        with pytest.raises(ProtocolError, match="one byte blob"):
+            reader.read()
+        a.sendall(struct.pack("<4sIQ", _wire.MAGIC, 1 << 30, 0))
+        with pytest.raises(_rpc.FrameTooLarge):
+            reader.read()
+    c, d = socket.socketpair()
+    with c, d:
+        c.sendall(b"XXXX" + bytes(12))
+        with pytest.raises(_rpc.FrameError, match="magic"):
+            _rpc.FrameReader(d).read()
+    e, f = socket.socketpair()
+    with f:
+        e.sendall(_rpc.encode_frame({"k": "ok"}, b"")[:20])
+        e.close()
+        with pytest.raises(_rpc.FrameError, match="truncated"):
+            _rpc.FrameReader(f).read()
+    g, h = socket.socketpair()
+    with h:
+        g.close()
+        with pytest.raises(_rpc.PeerClosed):
+            _rpc.FrameReader(h).read()
+
+
+def test_a_precompiled_tree_is_not_compiled_again(monkeypatch):
+    import importlib
+
+    from spec_verify.mutants import _load, _sampler
+
+    sources = reference_sources()
+    compiled: dict = {}
+    monkeypatch.setattr(_sampler, "_COMPILED", compiled)
+    python = [name for name in sources if name.endswith(".py")]
+    files = [[name, text] for name, text in sources.items()]
+    # a text that does not compile is left to its run; malformed entries are ignored
+    assert _sampler.precompile([*files, *files, ["bad.py", "def ("], "junk", [1, 2]]) == len(
+        python)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a precompiled text was compiled again")
+
+    monkeypatch.setattr(_load._TreeLoader, "source_to_code", refuse)
+    try:
+        package = _load.load_source_tree("_spec_verify_precompiled_test", sources,
+                                         _sampler.ORIGIN, compiled)
+        for name in python:
+            if name != "__init__.py":
+                module = importlib.import_module(f"{package.__name__}.{name[:-3]}")
+                assert module.__all__ == importlib.import_module(
+                    f"spec_verify.reference.{name[:-3]}").__all__
+        assert package.SamplingParams().temperature == 1.0
+        with pytest.raises(AssertionError, match="compiled again"):  # negative control
+            _load.load_source_tree("_spec_verify_not_precompiled_test", sources,
+                                   _sampler.ORIGIN)
+    finally:
+        for name in [n for n in sys.modules if n.startswith(("_spec_verify_precompiled_test",
+                                                             "_spec_verify_not_precompiled"))]:
+            del sys.modules[name]
+
+
+def test_the_proxy_imports_neither_the_reference_nor_the_adapters():
+    # The suite's fork server preloads the proxy once; an import of the reference in it is
+    # rolled back, and then every run imported the proxy itself: spec_verify.adapters (whose
+    # __init__ imports the installed reference) and some thirty modules compiled per run.
+    import subprocess
+
+    code = ("import sys; import spec_verify.mutants._proxy; "
+            "print(sorted(n for n in sys.modules if n.startswith(('spec_verify.reference', "
+            "'spec_verify.adapters'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+    assert out.stdout.strip() == "[]", out.stdout
