@@ -1,6 +1,7 @@
-"""Fixtures for the C-ABI tests: the misbehaving C libraries (compiled with gcc once per
-session) and the Rust port with its planted-bug variants (built with cargo once per session,
-in parallel; each feature set has its own target directory, so rebuilds are incremental)."""
+"""Fixtures for the C-ABI tests: the misbehaving C libraries and the hostile ones of
+``hostile/`` (compiled with gcc once per session) and the Rust port with its planted-bug
+variants (built with cargo once per session, in parallel; each feature set has its own target
+directory, so rebuilds are incremental)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 LIBS = pathlib.Path(__file__).parent / "libs"
+HOSTILE = pathlib.Path(__file__).parent / "hostile"
 HEADER_DIR = pathlib.Path(__file__).resolve().parents[2] / "spec_verify"
 C_LIBS = (
     "segfault",
@@ -59,6 +61,29 @@ def c_libs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, pathlib.Path]:
     text.write_text("this is not a shared library\n")
     built["not_a_library"] = text
     return built
+
+
+@pytest.fixture(scope="session")
+def hostile_c_libs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, pathlib.Path]:
+    """name -> the compiled hostile library ``hostile/<name>.c`` (a wrong sampler with one
+    attack each; test_hostile_c.py drives them), built two at a time."""
+    compiler = shutil.which("gcc") or shutil.which("cc")
+    if compiler is None:
+        pytest.skip("no C compiler (gcc/cc) to build the hostile libraries")
+    out = tmp_path_factory.mktemp("hostile_c_libs")
+
+    def build(source: pathlib.Path) -> tuple[str, pathlib.Path]:
+        target = out / f"lib{source.stem}.so"
+        subprocess.run(
+            [compiler, "-shared", "-fPIC", "-O1", "-Wall", "-Werror", "-pthread",
+             f"-I{HEADER_DIR}", "-o", str(target), str(source)],
+            check=True,
+            capture_output=True,
+        )  # fmt: skip
+        return source.stem, target
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        return dict(pool.map(build, sorted(HOSTILE.glob("*.c"))))
 
 
 def _build(features: tuple[str, ...]) -> pathlib.Path:

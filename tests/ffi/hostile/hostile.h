@@ -1,0 +1,90 @@
+/* What every C hostile library shares: the minimal ABI v2 library of ../libs/stub.h with
+ * verify_draft left to the hostile file, a wrong answer (reject the first draft, emit token 0:
+ * the greedy tier catches it at once), and the host pid of this process for
+ * $HOSTILE_PID_FILE (a worker may run in a PID namespace of its own). */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#define SV_CUSTOM_VERIFY_DRAFT
+#include "../libs/stub.h"
+
+static inline int32_t hostile_wrong(int64_t* out_ids, int64_t* out_n_emitted, int64_t* out_n_accepted) {
+    out_ids[0] = 0;
+    *out_n_emitted = 1;
+    *out_n_accepted = 0;
+    return SV_OK;
+}
+
+/* This process's pid in the outermost PID namespace (the first field of NSpid in
+ * /proc/self/status: /proc is the host's, so only "self" names this process there). */
+static inline long hostile_host_pid(void) {
+    char line[256];
+    long found = (long)getpid();
+    FILE* status = fopen("/proc/self/status", "r");
+    if (status == NULL) return found;
+    while (fgets(line, sizeof line, status) != NULL) {
+        if (strncmp(line, "NSpid:", 6) == 0) {
+            found = strtol(line + 6, NULL, 10);
+            break;
+        }
+    }
+    fclose(status);
+    return found;
+}
+
+/* Write this process's host pid to $HOSTILE_PID_FILE, atomically (a temporary file renamed
+ * over it), for the test to look for the process after the run. */
+static inline void hostile_note_pid(void) {
+    const char* path = getenv("HOSTILE_PID_FILE");
+    char temporary[4096];
+    if (path == NULL) return;
+    snprintf(temporary, sizeof temporary, "%s.%ld", path, hostile_host_pid());
+    FILE* out = fopen(temporary, "w");
+    if (out == NULL) return;
+    fprintf(out, "%ld", hostile_host_pid());
+    fclose(out);
+    rename(temporary, path);
+}
+
+/* fork(), but the child notes its pid before the parent goes on (so the file exists whatever
+ * the harness does to the child later): returns as fork() does. */
+static inline pid_t hostile_fork_noted(void) {
+    int ready[2];
+    char byte = 0;
+    if (pipe(ready) != 0) return -1;
+    pid_t child = fork();
+    if (child == 0) {
+        close(ready[0]);
+        hostile_note_pid();
+        if (write(ready[1], &byte, 1) < 0) _exit(1);
+        close(ready[1]);
+        return 0;
+    }
+    close(ready[1]);
+    if (child > 0 && read(ready[0], &byte, 1) < 0) byte = 1;
+    close(ready[0]);
+    return child;
+}
+
+#include <sys/stat.h>
+
+/* Call fn(fd) for every open socket among descriptors 3..64 (the worker's own is one). */
+static inline void hostile_each_socket(void (*fn)(int fd)) {
+    struct stat info;
+    for (int fd = 3; fd <= 64; fd++) {
+        if (fstat(fd, &info) == 0 && S_ISSOCK(info.st_mode)) fn(fd);
+    }
+}
+
+/* Write all of data to fd (a socket may take it in pieces); errors are ignored. */
+static inline void hostile_write_all(int fd, const void* data, size_t n) {
+    const char* at = data;
+    while (n > 0) {
+        ssize_t done = write(fd, at, n);
+        if (done <= 0) return;
+        at += done;
+        n -= (size_t)done;
+    }
+}
