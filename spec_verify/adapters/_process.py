@@ -9,11 +9,11 @@ Why each piece:
 - **Child subreaper** (``PR_SET_CHILD_SUBREAPER``, Linux): the worker sets it on itself before
   it loads the implementation, so a child that daemonises (fork, ``setsid()``, fork) is
   re-parented to the worker, not to init, and is still found by walking ``/proc`` from the
-  worker's pid. ``kill_tree`` stops every descendant (SIGSTOP: nothing forks while it is
-  counted), then kills them; the harness of ``spec-verify check`` is a subreaper too
-  (``become_subreaper``), so what escapes a worker that exits on its own is re-parented to the
-  harness, which kills it when that worker is cleaned up (same session) or at the end of the
-  run (``reap_all_children``).
+  worker's pid. ``kill_tree`` stops the worker (alive, it still takes in orphans) and kills
+  each descendant the moment it reads it, pass after pass, before it kills the worker; the
+  harness of ``spec-verify check`` is a subreaper too (``become_subreaper``), so what escapes
+  a worker that exits on its own is re-parented to the harness, which kills it when that
+  worker is cleaned up (same session) or at the end of the run (``reap_all_children``).
 - **Deadlines from outside**: every wait is ``recv_message`` against a monotonic deadline;
   when it passes the tree is killed. Nothing relies on signals inside the implementation's
   process.
@@ -142,23 +142,57 @@ def _signal(pid: int, signum: int) -> None:
 
 
 def kill_tree(pid: int, extra: Sequence[int] = ()) -> None:
-    """Stop, then kill ``pid``, its process group and every descendant (rescanning until no new
-    one appears, so a process forking while it is counted is caught on the next pass)."""
-    seen: set[int] = set()
-    for _ in range(20):
-        found = [p for p in [pid, *descendants(pid), *extra] if p not in seen]
-        if not found:
-            break
-        for p in found:
-            _signal(p, signal.SIGSTOP)
-        seen.update(found)
+    """Kill ``pid``, its process group and every descendant.
+
+    ``pid`` is stopped first, not killed: it stays alive, and a worker is a child subreaper,
+    so a descendant whose parent dies is re-parented to it and is still found. Then passes over
+    ``/proc`` kill each descendant the moment it is read (newest pid first), until two passes
+    in a row find none (or 2 s pass): a "fork runner" (fork, ``setsid()``, exit, over and over)
+    changes pid faster than a whole listing can be made, but not faster than one ``stat``
+    read and a signal. Only then is ``pid`` itself killed."""
+    _signal(pid, signal.SIGSTOP)
+    tree = {pid, *extra}
+    killed: set[int] = set()
+    deadline = time.monotonic() + 2.0
+    quiet = 0
+    while quiet < 2 and time.monotonic() < deadline:
+        quiet = 0 if _kill_children_of(tree, killed) else quiet + 1
     with contextlib.suppress(OSError):
         os.killpg(pid, signal.SIGKILL)
-    for p in seen:
+    for p in tree:
         _signal(p, signal.SIGKILL)
     if sys.platform.startswith("linux"):
-        _wait_gone(seen)
+        _wait_gone(tree)
         _reap_orphans(pid)
+
+
+def _kill_children_of(tree: set[int], killed: set[int]) -> int:
+    """One pass over ``/proc``, newest pid first: SIGKILL at once every live process whose
+    parent is in ``tree``, and add it to ``tree``. Returns how many were new.
+
+    A killed process's pid is not reused during the passes: it stays a zombie (its parent
+    is in the tree, or it is re-parented to the stopped root, and neither reaps it)."""
+    try:
+        entries = sorted((int(e) for e in os.listdir("/proc") if e.isdigit()), reverse=True)
+    except OSError:
+        return 0
+    new = 0
+    for p in entries:
+        if p in killed:
+            continue
+        try:
+            with open(f"/proc/{p}/stat", "rb") as stat:
+                text = stat.read()
+        except OSError:
+            continue
+        fields = text[text.rfind(b")") + 2 :].split()
+        if len(fields) < 2 or fields[0] == b"Z" or int(fields[1]) not in tree:
+            continue
+        _signal(p, signal.SIGKILL)
+        tree.add(p)
+        killed.add(p)
+        new += 1
+    return new
 
 
 def _wait_gone(pids: set[int], limit: float = 2.0) -> None:

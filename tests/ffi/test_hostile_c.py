@@ -92,16 +92,7 @@ def test_a_hostile_library_does_not_pass(name, hostile_c_libs, tmp_path, monkeyp
         assert pid_file.exists(), "the library's process never started: the test tests nothing"
 
 
-_RUNNER_ESCAPES = pytest.mark.xfail(
-    reason="without a PID namespace a fork runner (fork, setsid, exit, over and over) outruns "
-    "the /proc walk of kill_tree: a known limit of the fallback, in docs/threat-model.md",
-    strict=False,  # a race: the walk sometimes wins
-)
-
-
-@pytest.mark.parametrize(
-    "name", [pytest.param(n, marks=_RUNNER_ESCAPES) if n == "fork_runner" else n for n in _SPAWNERS]
-)
+@pytest.mark.parametrize("name", _SPAWNERS)
 def test_without_a_pid_namespace_nothing_is_left_behind(
     name, hostile_c_libs, tmp_path, monkeypatch
 ):
@@ -110,6 +101,43 @@ def test_without_a_pid_namespace_nothing_is_left_behind(
     monkeypatch.setenv("HOSTILE_PID_FILE", str(pid_file))
     _run_hostile(hostile_c_libs[name], pid_file)
     assert pid_file.exists(), "the library's process never started: the test tests nothing"
+
+
+# A library caller (not a subreaper) starting and closing the fork runner's worker; prints the
+# runs after which the runner still ran.
+_CALLER = """
+import os, sys, time
+import numpy as np
+from spec_verify.adapters import _process
+from spec_verify.adapters._ffi_adapter import FfiImplementation
+_process._namespace_prefix = lambda: None
+lib, folder, runs = sys.argv[1], sys.argv[2], int(sys.argv[3])
+for run in range(runs):
+    pid_file = os.path.join(folder, f"pid{run}")
+    os.environ["HOSTILE_PID_FILE"] = pid_file
+    impl = FfiImplementation(lib, timeout=5.0)
+    impl.verify_draft(np.zeros((2, 2)), [1], None, impl.params(temperature=0.0), [], None)
+    impl.close()
+    first = open(pid_file).read()
+    time.sleep(0.2)
+    if open(pid_file).read() != first:
+        print("escaped after run", run)
+"""
+
+
+@pytest.mark.slow
+def test_a_fork_runner_does_not_outrun_the_kill_without_a_namespace(hostile_c_libs, tmp_path):
+    """The fork runner against a plain library caller, five times. A race, so a weak guard:
+    the kill that listed ``/proc`` first and signalled after let the runner escape in 17 of
+    41 such runs started from a shell, but in none of 15 started under pytest (why is not
+    pinned down); ``kill_tree``, killing as it reads with the worker stopped, let none of
+    45 escape."""
+    done = subprocess.run(
+        [sys.executable, "-c", _CALLER, str(hostile_c_libs["fork_runner"]), str(tmp_path), "5"],
+        capture_output=True, text=True, timeout=120, cwd=_ROOT, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "escaped" not in done.stdout, done.stdout
 
 
 def test_a_slow_library_stops_at_the_budget(hostile_c_libs):
