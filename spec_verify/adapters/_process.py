@@ -307,9 +307,13 @@ class _Ring:
 
 # The worker imports spec_verify from where this process did. Started with ``-m``, its first
 # path entry would be the working directory, where a source checkout's ``spec_verify/`` (which
-# lacks the installed ``spec_verify.reference``) would shadow an installed package.
+# lacks the installed ``spec_verify.reference``) would shadow an installed package. runpy's
+# warning that the module was imported (by its package) before it ran as __main__ is noise
+# on the worker's stderr, which failure messages quote: it is silenced.
 _BOOTSTRAP = (
-    "import json, runpy, sys; sys.path[:] = json.loads(sys.argv[1]); sys.argv = sys.argv[2:]; "
+    "import json, runpy, sys, warnings; sys.path[:] = json.loads(sys.argv[1]); "
+    "sys.argv = sys.argv[2:]; warnings.filterwarnings('ignore', "
+    "'.*found in sys.modules after import of package', RuntimeWarning); "
     "runpy.run_module(sys.argv[0], run_name='__main__')"
 )
 

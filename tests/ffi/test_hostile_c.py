@@ -159,6 +159,14 @@ def test_a_memory_blowup_is_stopped_by_the_workers_limit(hostile_c_libs, tmp_pat
     assert any("emitted [0]" in m for m in messages), messages
 
 
+def test_the_quoted_output_is_the_librarys(hostile_c_libs, tmp_path):
+    # runpy's RuntimeWarning from the worker's start ("found in sys.modules ... unpredictable
+    # behaviour") was quoted in every failure message of a namespaced worker
+    messages = _run_hostile(hostile_c_libs["exit_in_call"], tmp_path / "pid")
+    assert any("exited with status 0" in m for m in messages), messages
+    assert not any("RuntimeWarning" in m for m in messages), messages
+
+
 def test_a_flood_is_kept_bounded_and_quoted(hostile_c_libs):
     from spec_verify.adapters._ffi_adapter import FfiImplementation
 
