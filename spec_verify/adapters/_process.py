@@ -269,7 +269,7 @@ def describe_exit(returncode: int | None) -> str:
             "SIGABRT": "an abort (abort(), a failed assert or a panic that aborts)",
             "SIGFPE": "an arithmetic trap",
             "SIGILL": "an illegal instruction",
-            "SIGKILL": "SIGKILL (out of memory, or killed from outside)",
+            "SIGKILL": "out of memory, or killed from outside",
         }.get(name, name)
         return f"crashed with {name} ({what})"
     return f"exited with status {returncode} (the implementation ended the process)"

@@ -10,8 +10,10 @@ for the attacks that leave processes behind.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -48,10 +50,12 @@ HOSTILE_C: dict[str, str | None] = {
     "giant_prefix": "announced; the limit is",
     "closes_fds": "in the worker process",
     "busy_thread": None,
+    "kills_its_group": "crashed with SIGKILL (out of memory, or killed from outside)",
+    "clears_subreaper": None,
 }
 # The attacks that start processes: run again without a PID namespace, where only the
 # worker's subreaper and the harness's /proc walk stand between them and the machine.
-_SPAWNERS = ["fork_child", "setsid_grandchild", "fork_at_load", "fork_runner"]
+_SPAWNERS = ["fork_child", "setsid_grandchild", "fork_at_load", "fork_runner", "clears_subreaper"]
 _LIMIT = 60.0  # seconds a run may take, with a per-call timeout of 2 s
 _ROOT = Path(__file__).resolve().parents[2]
 
@@ -92,15 +96,32 @@ def test_a_hostile_library_does_not_pass(name, hostile_c_libs, tmp_path, monkeyp
         assert pid_file.exists(), "the library's process never started: the test tests nothing"
 
 
-@pytest.mark.parametrize("name", _SPAWNERS)
+# Without a namespace the subreaper flag is the worker's own: cleared, a daemon's orphan goes
+# to init, out of reach (the limit docs/threat-model.md states; its sleep ends in 10 s).
+_ESCAPES_TO_INIT = pytest.mark.xfail(
+    reason="a library that clears the worker's subreaper flag can daemonise out of its tree "
+    "when there is no PID namespace (docs/threat-model.md)",
+    strict=True,
+)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [pytest.param(n, marks=_ESCAPES_TO_INIT) if n == "clears_subreaper" else n for n in _SPAWNERS],
+)
 def test_without_a_pid_namespace_nothing_is_left_behind(
     name, hostile_c_libs, tmp_path, monkeypatch
 ):
     monkeypatch.setattr(_process, "_namespace_prefix", lambda: None)
     pid_file = tmp_path / "pid"
     monkeypatch.setenv("HOSTILE_PID_FILE", str(pid_file))
-    _run_hostile(hostile_c_libs[name], pid_file)
-    assert pid_file.exists(), "the library's process never started: the test tests nothing"
+    try:
+        _run_hostile(hostile_c_libs[name], pid_file)
+        assert pid_file.exists(), "the library's process never started: the test tests nothing"
+    finally:
+        if pid_file.exists():  # an escape must not outlive its test
+            with contextlib.suppress(OSError, ValueError):
+                os.kill(int(pid_file.read_text()), signal.SIGKILL)
 
 
 # A library caller (not a subreaper) starting and closing the fork runner's worker; prints the
