@@ -358,6 +358,35 @@ class FfiImplementation(Implementation):
                     rng.random()
         return self._call(method, kwargs, ("remote",), rng)
 
+    def tree_call(
+        self,
+        target_logits: NDArray[np.float64],
+        parents: Sequence[int],
+        token_ids: Sequence[int],
+        draft_probs: Sequence[Any] | None,
+        p: Any,
+        history: Sequence[int],
+        prompt: Sequence[int],
+        source: Any,
+        rule: str = "with_replacement",
+    ) -> Call:
+        """``verify_tree``'s arguments as one call for ``batch`` (raises InvalidParams for bad
+        sampling parameters); its value is ``(emitted_ids, accepted_nodes)``, unchecked."""
+        kwargs: dict[str, Any] = {
+            "target_logits": np.asarray(target_logits, dtype=np.float64),
+            "parents": list(parents),
+            "token_ids": list(token_ids),
+            "draft_probs": None if draft_probs is None else [
+                None if row is None else np.asarray(row, dtype=np.float64)
+                for row in draft_probs
+            ],
+            "params": self.params_tuple(p),
+            "history": list(history),
+            "prompt": list(prompt),
+            "rule": rule,
+        }
+        return ("verify_tree", kwargs, source)
+
     def verify_tree(
         self,
         target_logits: NDArray[np.float64],
@@ -376,19 +405,9 @@ class FfiImplementation(Implementation):
         a copy of a deterministic generator (at most ``2n + 1`` for ``n`` nodes: two per
         examined child and the last draw), else asked from ``rng`` one by one.
         """
-        kwargs: dict[str, Any] = {
-            "target_logits": np.asarray(target_logits, dtype=np.float64),
-            "parents": list(parents),
-            "token_ids": list(token_ids),
-            "draft_probs": None if draft_probs is None else [
-                None if row is None else np.asarray(row, dtype=np.float64)
-                for row in draft_probs
-            ],
-            "params": self.params_tuple(p),
-            "history": list(history),
-            "prompt": list(prompt),
-            "rule": rule,
-        }
+        _, kwargs, _ = self.tree_call(
+            target_logits, parents, token_ids, draft_probs, p, history, prompt, None, rule
+        )
         greedy = kwargs["params"][0] == 0.0
         if rng is None or not callable(getattr(rng, "random", None)):
             source = ("forbid",) if greedy else ("missing",)

@@ -39,6 +39,7 @@ __all__ = [
     "CAPABILITIES",
     "DECLARATION",
     "BatchedImplementation",
+    "BatchedTreeImplementation",
     "Implementation",
     "PythonImplementation",
     "TreeImplementation",
@@ -346,6 +347,34 @@ class BatchedImplementation(Protocol):
 
     def params_tuple(self, p: Any) -> tuple[Any, ...]:
         """The C ABI's parameter fields of ``p``."""
+        ...
+
+
+@runtime_checkable
+class BatchedTreeImplementation(Protocol):
+    """A ``BatchedImplementation`` that also takes ``verify_tree`` calls in a batch (the C ABI
+    adapter of a library exporting ``sv_verify_tree``): the statistical tier's tree rounds go
+    in one message per batch, each from the library's own PCG32 stream (``("seed", s)``)."""
+
+    def batch(
+        self, calls: Sequence[Any], while_waiting: Callable[[], None] | None = None
+    ) -> list[tuple[str, Any, int]]:
+        """Each call's ``("ok", value, n_drawn)`` or ``("err", exception, n_drawn)``."""
+        ...
+
+    def tree_call(
+        self,
+        target_logits: NDArray[np.float64],
+        parents: Sequence[int],
+        token_ids: Sequence[int],
+        draft_probs: Sequence[NDArray[np.float64] | None] | None,
+        p: Any,
+        history: Sequence[int],
+        prompt: Sequence[int],
+        source: Any,
+        rule: str = "with_replacement",
+    ) -> tuple[str, dict[str, Any], Any]:
+        """``verify_tree``'s arguments as one call for ``batch``."""
         ...
 
 

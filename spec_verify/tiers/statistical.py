@@ -12,7 +12,9 @@ policy of DESIGN.md):
 - the checks are G-tests (cells pooled by *expected* counts) of the first emitted token, of the
   emitted tuple of a two-draft round, and of the first tokens of end-to-end
   ``speculative_generate`` on the bundled toy target (``BagLM``), whose exact joint is computed
-  by enumeration; and an exact binomial test of the acceptance rate against ``sum min(p, q)``;
+  by enumeration; of a tree round continued with the target (``verify_tree``, branching 1 to 4,
+  depth 1 to 5, siblings repeating a token), whose law is the reference's Fraction path; and an
+  exact binomial test of the acceptance rate against ``sum min(p, q)``;
 - Holm's step-down procedure across the run keeps the family-wise false-alarm rate at most
   ``family_alpha`` (1e-6 in a gate); Holm rejects whatever Bonferroni at ``alpha_i`` rejects,
   so each check keeps its declared power;
@@ -69,6 +71,7 @@ __all__ = [
     "SequenceCheck",
     "StatisticalCheck",
     "StatisticalPlan",
+    "TreeCheck",
     "check_names",
     "plan_statistical_tier",
     "run_statistical_tier",
@@ -387,6 +390,186 @@ class GenerationCheck(StatisticalCheck):
         return _Sampler(draw)
 
 
+def _pick(probs: NDArray[np.float64], u: float) -> int:
+    """The inverse CDF of ``probs`` at ``u`` (never a token of probability 0)."""
+    cdf = np.cumsum(probs)
+    i = int(np.searchsorted(cdf, u * cdf[-1], side="right"))
+    return min(i, int(np.flatnonzero(probs)[-1]))
+
+
+@dataclass(frozen=True)
+class TreeCheck(StatisticalCheck):
+    """One round of tree verification, continued with the target, follows the target's law.
+
+    The harness draws the draft tree's tokens as ``rule`` says (a node's children i.i.d. from
+    its draft row, or without replacement: each from the row renormalised without the tokens
+    drawn before), or uses the fixed ``tokens`` with deterministic children (``draft_probs``
+    None, one-hot ``q``; siblings may repeat a token); it calls ``verify_tree`` and continues
+    the emitted ids with the target's own draws up to ``length`` tokens. The expected law is
+    the reference's Fraction path: ``extend_to(exact_tree_round(...))`` (or
+    ``exact_tree_verify`` for a fixed tree), which for a lossless rule is the target's joint
+    law of ``length`` tokens: a law check, whatever the rule accepts. Target and draft are
+    exact tables over ``vocab_size`` tokens, one distribution per prefix, from ``table_seed``.
+    """
+
+    shape: tuple[Any, ...] = ()
+    rule: str = "with_replacement"
+    vocab_size: int = 3
+    table_seed: int = 0
+    length: int = 2
+    tokens: tuple[int, ...] | None = None
+    draft_bias: int = 1  # weight multiplier of the draft's first token (siblings repeat it)
+
+    needs = "verify_tree"
+
+    @cached_property
+    def _parents(self) -> list[int]:
+        from spec_verify.reference.tree_exact import parents_of
+
+        return parents_of(self.shape)
+
+    @cached_property
+    def _tables(self) -> tuple[dict[tuple[int, ...], Dist], dict[tuple[int, ...], Dist]]:
+        from spec_verify.reference.tree_exact import depth_of
+
+        rng = np.random.default_rng(self.table_seed)
+        V = self.vocab_size
+        depth = depth_of(self.shape)
+
+        def dist(zeros: int, bias: int = 1) -> Dist:
+            weights = rng.integers(1, 6, size=V)
+            weights[0] *= bias
+            if zeros:
+                weights[rng.choice(V, size=zeros, replace=False)] = 0
+            total = int(weights.sum())
+            return tuple(F(int(w), total) for w in weights)
+
+        target: dict[tuple[int, ...], Dist] = {}
+        draft: dict[tuple[int, ...], Dist] = {}
+        prefixes: list[tuple[int, ...]] = [()]
+        for level in range(max(depth, self.length - 1) + 1):
+            for prefix in prefixes:
+                # some target rows rule tokens out (not over two tokens: rows stay random)
+                target[prefix] = dist(zeros=level % 2 if V > 2 else 0)
+                if level < depth:
+                    draft[prefix] = dist(zeros=0, bias=self.draft_bias)
+            prefixes = [(*prefix, t) for prefix in prefixes for t in range(V)]
+        return target, draft
+
+    def _prefixes(self, tokens: Sequence[int]) -> list[tuple[int, ...]]:
+        """The path's tokens to each node (root first)."""
+        paths: list[tuple[int, ...]] = [()]
+        for parent, token in zip(self._parents, tokens, strict=True):
+            paths.append((*paths[parent + 1], int(token)))
+        return paths
+
+    @cached_property
+    def _law(self) -> dict[Sample, float]:
+        from spec_verify.reference.tree_exact import exact_tree_round, exact_tree_verify, extend_to
+
+        target, draft = self._tables
+        if self.tokens is None:
+            law = exact_tree_round(target.__getitem__, draft.__getitem__, (), self.shape, self.rule)
+        else:
+            rows = [target[prefix] for prefix in self._prefixes(self.tokens)]
+            law = exact_tree_verify(rows, self._parents, self.tokens, None, self.rule)
+        full = extend_to(law, target.__getitem__, (), self.length)
+        return {seq: float(prob) for seq, prob in sorted(full.items()) if prob}
+
+    def probabilities(self) -> dict[Sample, float]:
+        return dict(self._law)
+
+    def label(self, outcome: Sample) -> str:
+        return " ".join(str(t) for t in outcome)  # type: ignore[attr-defined]
+
+    def _draw_tokens(self, u: NDArray[np.float64]) -> list[int]:
+        """The draft tree's tokens from one row of harness uniforms (one per node)."""
+        _, draft = self._tables
+        tokens: list[int] = []
+        paths: list[tuple[int, ...]] = [()]
+        siblings: dict[int, NDArray[np.float64]] = {}
+        for i, parent in enumerate(self._parents):
+            row = siblings.get(parent)
+            if row is None:
+                row = _floats(draft[paths[parent + 1]])
+            token = _pick(row, float(u[i]))
+            if self.rule == "without_replacement":
+                row = row.copy()
+                row[token] = 0.0
+            siblings[parent] = row
+            tokens.append(token)
+            paths.append((*paths[parent + 1], token))
+        return tokens
+
+    def start(
+        self, impl: Implementation, harness: np.random.Generator, seeds: np.random.SeedSequence
+    ) -> _Sampler:
+        from spec_verify.adapters._implementations import (
+            BatchedTreeImplementation,
+            check_tree_result,
+        )
+        from spec_verify.tiers._drive import implementation_rng
+
+        target, draft = self._tables
+        logits = {prefix: _logits_from(dist) for prefix, dist in target.items()}
+        cdfs = {prefix: _floats(dist) for prefix, dist in target.items()}
+        q = {prefix: _floats(dist) for prefix, dist in draft.items()}
+        params = impl.params()
+        n, V = len(self._parents), self.vocab_size
+        batched = impl if isinstance(impl, BatchedTreeImplementation) else None
+        if batched is not None:  # one message per batch, each round from the library's stream
+            seed_stream = np.random.Generator(np.random.PCG64(seeds))
+        else:
+            rng = implementation_rng(impl, seeds)
+
+        def request(u: NDArray[np.float64]) -> tuple[Any, list[int], Any]:
+            tokens = list(self.tokens) if self.tokens is not None else self._draw_tokens(u)
+            paths = self._prefixes(tokens)
+            rows = np.vstack([logits[path] for path in paths])
+            q_rows = None if self.tokens is not None else [q.get(path) for path in paths]
+            return rows, tokens, q_rows
+
+        def finish(emitted: Sequence[int], tail: NDArray[np.float64]) -> Sample:
+            out = tuple(int(t) for t in emitted)
+            for j in range(len(out), self.length):  # the target's own continuation
+                out = (*out, _pick(cdfs[out], float(tail[j])))
+            return out[: self.length]
+
+        def verified(requests: list[tuple[Any, list[int], Any]]) -> list[list[int]]:
+            if batched is None:
+                return [
+                    impl.verify_tree(  # type: ignore[attr-defined]
+                        rows, self._parents, tokens, q_rows, params, [], rng, [], rule=self.rule
+                    )[0]
+                    for rows, tokens, q_rows in requests
+                ]
+            stream = seed_stream.integers(0, 2**63 - 1, size=len(requests), dtype=np.int64)
+            calls = [
+                batched.tree_call(rows, self._parents, tokens, q_rows, params, [], [],
+                                  ("seed", int(seed)), self.rule)
+                for (rows, tokens, q_rows), seed in zip(requests, stream, strict=True)
+            ]  # fmt: skip
+            out = []
+            for (_, tokens, _), (kind, value, _drawn) in zip(
+                requests, batched.batch(calls), strict=True
+            ):
+                if kind == "err":
+                    if isinstance(value, BaseException):
+                        raise value
+                    raise ImplementationError(impl.name, "verify_tree", f"failed: {value!r}")
+                emitted, _ = check_tree_result(impl.name, value, self._parents, tokens, V)
+                out.append(emitted)
+            return out
+
+        def draw(count: int) -> list[Sample]:
+            u = harness.random(size=(count, max(n, 1)))
+            tail = harness.random(size=(count, self.length))
+            emitted = verified([request(u[k]) for k in range(count)])
+            return [finish(e, tail[k]) for k, e in enumerate(emitted)]
+
+        return _Sampler(draw)
+
+
 def _guarded(impl: Implementation, call: str, fn: Callable[..., T], *args: Any) -> T:
     """An implementation's exception that is not the contract's ``ValueError`` is its failure
     (``ImplementationError``), not the harness's."""
@@ -449,6 +632,50 @@ STATISTICAL_CHECKS: tuple[StatisticalCheck, ...] = (
         "the acceptance rate equals sum min(p, q) = 3/4",
         target=(F(1, 2), F(1, 4), F(1, 8), F(1, 8), F(0)),
         draft=(F(1, 4), F(1, 4), F(1, 4), F(1, 8), F(1, 8)),
+    ),
+    # Trees (CONTRACT.md section 6): branching 1 to 4, depth 1 to 5, both lossless rules,
+    # siblings repeating a token; each law check continues the round with the target.
+    TreeCheck(
+        "tree.b4_d1_repeats",
+        "four siblings drawn with replacement from a draft favouring one token (they often "
+        "repeat it): the round continued with the target follows the target's law",
+        shape=((), (), (), ()),
+        rule="with_replacement",
+        vocab_size=4,
+        table_seed=21,
+        length=2,
+        draft_bias=4,
+    ),
+    TreeCheck(
+        "tree.b1_d5_chain",
+        "a chain of five sampled drafts verified as a tree: all six emitted positions follow "
+        "the target's law",
+        shape=((((((),),),),),),
+        rule="with_replacement",
+        vocab_size=2,
+        table_seed=22,
+        length=6,
+    ),
+    TreeCheck(
+        "tree.b2_d4_without_replacement",
+        "siblings drawn without replacement (two per node, one path to depth 4): four tokens "
+        "follow the target's law",
+        shape=(((((),),), ()), ((), ())),
+        rule="without_replacement",
+        vocab_size=3,
+        table_seed=23,
+        length=4,
+    ),
+    TreeCheck(
+        "tree.b3_d2_deterministic_repeats",
+        "a fixed tree of deterministic drafts whose siblings repeat tokens (three root "
+        "children 1, 1, 0; two children 2, 2 below the first): three tokens follow the target",
+        shape=(((), ()), (), ()),
+        rule="with_replacement",
+        vocab_size=3,
+        table_seed=24,
+        length=3,
+        tokens=(1, 1, 0, 2, 2),
     ),
     GenerationCheck(
         "generation.model_draft",

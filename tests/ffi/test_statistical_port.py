@@ -10,7 +10,7 @@ import pytest
 from spec_verify.adapters._implementations import load_implementation
 from spec_verify.results import Status
 from spec_verify.tiers._drive import SampledVerifier, VerifyRequest
-from spec_verify.tiers.statistical import run_statistical_tier
+from spec_verify.tiers.statistical import check_names, run_statistical_tier
 
 ROWS = np.log(np.array([[0.5, 0.25, 0.25], [0.2, 0.3, 0.5]]))
 Q = np.array([[0.25, 0.5, 0.25]])
@@ -73,3 +73,14 @@ def test_a_library_that_crashes_is_an_error_per_check_and_the_tier_finishes(c_li
     for result in results.values():
         assert result.status is Status.ERROR
         assert "SIGSEGV" in result.message
+
+
+@pytest.mark.rust
+def test_the_port_passes_the_tree_checks_and_its_tree_bug_fails_them(rust_port, rust_variants):
+    trees = [name for name in check_names() if name.startswith("tree.")]
+    port = run_statistical_tier(load_implementation(f"ffi:{rust_port}"), checks=trees, delta=0.1)
+    assert [r.status for r in port] == [Status.PASSED] * len(trees), [r.message for r in port]
+    bug = load_implementation(f"ffi:{rust_variants['bug_tree_stale_residual']}")
+    failed = {r.name for r in run_statistical_tier(bug, checks=trees, delta=0.1)
+              if r.status is Status.FAILED}
+    assert "tree.b4_d1_repeats" in failed, failed
