@@ -43,6 +43,7 @@ __all__ = [
     "Implementation",
     "PythonImplementation",
     "TreeImplementation",
+    "TreeRound",
     "VerifyRound",
     "apply_capabilities",
     "check_capabilities",
@@ -131,6 +132,10 @@ def offered_capabilities(names: Iterable[str]) -> frozenset[str]:
 # draft_ids, draft_probs, history, prompt).
 VerifyRound = tuple[NDArray[np.float64], Sequence[int], "NDArray[np.float64] | None",
                     Sequence[int], Sequence[int]]  # fmt: skip
+# one verify_tree call of verify_tree_many: (target_logits, parents, token_ids, draft_probs,
+# history, prompt)
+TreeRound = tuple[NDArray[np.float64], Sequence[int], Sequence[int], Any, Sequence[int],
+                  Sequence[int]]  # fmt: skip
 
 
 class Implementation(abc.ABC):
@@ -180,6 +185,20 @@ class Implementation(abc.ABC):
         return [
             self.verify_draft(logits, ids, probs, p, history, rng, prompt)
             for logits, ids, probs, history, prompt in rounds
+        ]
+
+    def verify_tree_many(
+        self, rounds: Sequence[TreeRound], p: Any, rng: Any, rule: str = "with_replacement"
+    ) -> list[tuple[list[int], list[int]]]:
+        """``verify_tree`` on each round with one ``p``, ``rule`` and uniform source, in order
+        (the statistical tier's i.i.d. tree rounds; capability ``verify_tree``); the first
+        round that raises ends it. An adapter whose calls cross a process boundary may send
+        them together, as ``verify_many`` does."""
+        if not isinstance(self, TreeImplementation) or "verify_tree" not in self.capabilities:
+            raise self._not_offered("verify_tree")
+        return [
+            self.verify_tree(logits, parents, tokens, probs, p, history, rng, prompt, rule=rule)
+            for logits, parents, tokens, probs, history, prompt in rounds
         ]
 
     def sampling_distribution(

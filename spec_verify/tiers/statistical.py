@@ -537,12 +537,9 @@ class TreeCheck(StatisticalCheck):
 
         def verified(requests: list[tuple[Any, list[int], Any]]) -> list[list[int]]:
             if batched is None:
-                return [
-                    impl.verify_tree(  # type: ignore[attr-defined]
-                        rows, self._parents, tokens, q_rows, params, [], rng, [], rule=self.rule
-                    )[0]
-                    for rows, tokens, q_rows in requests
-                ]
+                rounds = [(rows, self._parents, tokens, q_rows, [], [])
+                          for rows, tokens, q_rows in requests]  # fmt: skip
+                return [e for e, _ in impl.verify_tree_many(rounds, params, rng, self.rule)]
             stream = seed_stream.integers(0, 2**63 - 1, size=len(requests), dtype=np.int64)
             calls = [
                 batched.tree_call(rows, self._parents, tokens, q_rows, params, [], [],
