@@ -506,6 +506,7 @@ class TreeCheck(StatisticalCheck):
     ) -> _Sampler:
         from spec_verify.adapters._implementations import (
             BatchedTreeImplementation,
+            TreeRound,
             check_tree_result,
         )
         from spec_verify.tiers._drive import implementation_rng
@@ -537,8 +538,8 @@ class TreeCheck(StatisticalCheck):
 
         def verified(requests: list[tuple[Any, list[int], Any]]) -> list[list[int]]:
             if batched is None:
-                rounds = [(rows, self._parents, tokens, q_rows, [], [])
-                          for rows, tokens, q_rows in requests]  # fmt: skip
+                rounds: list[TreeRound] = [(rows, self._parents, tokens, q_rows, [], [])
+                                           for rows, tokens, q_rows in requests]  # fmt: skip
                 return [e for e, _ in impl.verify_tree_many(rounds, params, rng, self.rule)]
             stream = seed_stream.integers(0, 2**63 - 1, size=len(requests), dtype=np.int64)
             calls = [
