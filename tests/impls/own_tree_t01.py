@@ -14,7 +14,8 @@ from .own_tree import SPEC_VERIFY_CAPABILITIES, own_randomness, verify_draft
 
 __all__ = ["SPEC_VERIFY_CAPABILITIES", "SamplingParams", "verify_draft", "verify_tree"]
 
-_MUTANT: Any = load_implementation("mutant:t01").module
+# in this process (a python: module already runs in a worker of its own)
+_MUTANT: Any = load_implementation("mutant:t01", in_process=True).module
 
 
 def _mutant_walk(target_logits: Any, parents: Any, token_ids: Any, draft_probs: Any,

@@ -87,12 +87,17 @@ def test_the_harness_draws_siblings_as_the_rule_says() -> None:
     assert fixed.tokens == (1, 1, 0, 2, 2)  # siblings repeat a token
 
 
+def _trees(spec: str) -> list[Any]:
+    """The tree checks at delta 0.1, the implementation in this process (one call per tree
+    round: a worker would cost a round trip each)."""
+    return run_statistical_tier(load_implementation(spec, in_process=True), checks=TREE_NAMES,
+                                delta=QUICK)
+
+
 def test_a_tree_mutant_fails_the_checks_the_reference_passes() -> None:
-    passed = run_statistical_tier(load_implementation("reference"), checks=TREE_NAMES,
-                                  delta=QUICK)
+    passed = _trees("reference")
     assert [r.status for r in passed] == [Status.PASSED] * len(TREE_NAMES), passed
-    failed = run_statistical_tier(load_implementation("mutant:t02"), checks=TREE_NAMES,
-                                  delta=QUICK)
+    failed = _trees("mutant:t02")
     by_name = {r.name: r for r in failed}
     # t02: the draft not renormalised after a draw without replacement
     assert by_name["tree.b2_d4_without_replacement"].status is Status.FAILED
@@ -102,10 +107,18 @@ def test_a_tree_mutant_fails_the_checks_the_reference_passes() -> None:
 # ---- own randomness under the lossless profile -----------------------------------------------
 
 
+def test_own_randomness_the_tree_checks_pass_a_correct_sampler_and_fail_a_mutant() -> None:
+    assert all(r.status is Status.PASSED for r in _trees("python:tests.impls.own_tree"))
+    failed = {r.name for r in _trees("python:tests.impls.own_tree_t01")
+              if r.status is Status.FAILED}
+    assert "tree.b4_d1_repeats" in failed
+
+
 def _lossless(module: str) -> Any:
     return run_checks(f"python:tests.impls.{module}", quick=True, profile="lossless")
 
 
+@pytest.mark.slow
 def test_a_correct_tree_sampler_with_its_own_generator_passes_the_lossless_profile() -> None:
     report = _lossless("own_tree")
     assert report.passed, [r.message for r in report.failures()]
@@ -115,6 +128,7 @@ def test_a_correct_tree_sampler_with_its_own_generator_passes_the_lossless_profi
     assert results["exact", "injected_uniforms"].status is Status.NOT_APPLICABLE
 
 
+@pytest.mark.slow
 def test_a_tree_mutant_with_its_own_generator_fails_the_lossless_profile() -> None:
     report = _lossless("own_tree_t01")
     assert not report.passed
