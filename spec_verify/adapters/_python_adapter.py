@@ -32,6 +32,7 @@ from spec_verify.adapters._generation_request import GENERATION_TIMEOUT, Generat
 from spec_verify.adapters._implementations import (
     DECLARATION,
     Implementation,
+    TreeRound,
     VerifyRound,
     apply_capabilities,
     check_capabilities,
@@ -376,6 +377,35 @@ class WorkerImplementation(Implementation):
             for (logits, ids, *_), result in zip(chunk, raw, strict=True):
                 results.append(
                     check_verify_result(self.name, result, len(ids), np.shape(logits)[-1])
+                )
+        return results
+
+    def verify_tree_many(
+        self, rounds: Sequence[TreeRound], p: Any, rng: Any, rule: str = "with_replacement"
+    ) -> list[tuple[list[int], list[int]]]:
+        """The tree rounds in requests of up to ``_ROUNDS_PER_REQUEST``, as ``verify_many``."""
+        if "verify_tree" not in self.capabilities:
+            raise self._not_offered("verify_tree")
+        results: list[tuple[list[int], list[int]]] = []
+        for begin in range(0, len(rounds), _ROUNDS_PER_REQUEST):
+            chunk = rounds[begin : begin + _ROUNDS_PER_REQUEST]
+            sent = [
+                [logits, [int(t) for t in parents], [int(t) for t in tokens],
+                 None if probs is None else list(probs), [int(t) for t in history],
+                 [int(t) for t in prompt]]
+                for logits, parents, tokens, probs, history, prompt in chunk
+            ]  # fmt: skip
+            limit = self.timeout + _SECONDS_PER_ROUND * len(chunk)
+            with self._limit("verify_tree", limit):
+                raw = call_method(self.toolbox, "verify_tree_many", self.module, sent, p, rng, rule)
+            if not isinstance(raw, list) or len(raw) != len(chunk):
+                raise ImplementationError(
+                    self.name, "verify_tree", f"its worker answered {len(chunk)} rounds with "
+                    f"{raw!r:.100}",
+                )  # fmt: skip
+            for (logits, parents, tokens, *_), result in zip(chunk, raw, strict=True):
+                results.append(
+                    check_tree_result(self.name, result, parents, tokens, np.shape(logits)[-1])
                 )
         return results
 

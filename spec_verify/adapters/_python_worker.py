@@ -57,6 +57,21 @@ class Toolbox:
         return results
 
     @staticmethod
+    def verify_tree_many(module: Any, rounds: list[Any], p: Any, rng: Any, rule: str) -> list[Any]:
+        """``module.verify_tree`` on each round ``[target_logits, parents, token_ids,
+        draft_probs, history, prompt]`` with the same ``p``, ``rng`` and ``rule``, in order, as
+        ``verify_many``."""
+        results = []
+        for number, item in enumerate(rounds):
+            target_logits, parents, token_ids, draft_probs, history, prompt = item
+            args = [target_logits, parents, token_ids, draft_probs, p, history, rng, prompt]
+            results.append(
+                call_checked(module.verify_tree, args, {"rule": rule},
+                             f"verify_tree (round {number})")
+            )
+        return results
+
+    @staticmethod
     def call_scripted(
         module: Any,
         method: str,
