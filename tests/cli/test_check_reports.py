@@ -66,6 +66,19 @@ def _wait_for_state(path: Path, state: str, timeout: float = 60.0) -> dict[str, 
     raise AssertionError(f"{path} never reached state {state!r}")
 
 
+def _wait_for_a_worker(pid: int, timeout: float = 60.0) -> None:
+    """Until ``pid`` has a child (its implementation's worker): on a loaded machine a fixed
+    sleep may end before the run reached its tier."""
+    from spec_verify.adapters._process import descendants
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if descendants(pid):
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"process {pid} never started a worker")
+
+
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_an_interrupted_run_writes_an_interrupted_report(tmp_path, signum):
     report = tmp_path / "r.json"
@@ -77,7 +90,8 @@ def test_an_interrupted_run_writes_an_interrupted_report(tmp_path, signum):
     )  # fmt: skip
     running = _wait_for_state(report, "running")
     assert running["passed"] is False
-    time.sleep(1.0)  # inside the tier
+    _wait_for_a_worker(process.pid)  # inside the tier: the implementation's worker is running
+    time.sleep(0.5)
     process.send_signal(signum)
     _, err = process.communicate(timeout=60)
     assert process.returncode == ExitCode.INTERRUPTED, err
