@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from spec_verify.adapters._implementations import Implementation
 from spec_verify.errors import ImplementationError
 from spec_verify.results import CheckResult, Status
 
@@ -37,8 +38,8 @@ Progress = Callable[[str], None]
 TREE_RULES_CHECKED = ("with_replacement", "without_replacement")
 
 
-def _has_trees(impl: Any) -> bool:
-    return "verify_tree" in getattr(impl, "capabilities", frozenset())
+def _has_trees(impl: Implementation) -> bool:
+    return "verify_tree" in impl.capabilities
 
 
 def _random_dist(rng: np.random.Generator, V: int, zeros: int = 0) -> tuple[Fraction, ...]:
@@ -162,16 +163,11 @@ def check_tree_exact(impl: Any, *, seed: int = 0, quick: bool = False,
                        repro=repro, seconds=seconds)
 
 
-def _greedy_params(impl: Any, penalised: bool) -> Any:
+def _greedy_params(impl: Implementation, penalised: bool) -> Any:
     fields: dict[str, Any] = {"temperature": 0.0}
     if penalised:
         fields.update(presence_penalty=1.5, repetition_penalty=1.3)
-    make = getattr(impl, "params", None)
-    if callable(make):
-        return make(**fields)
-    from spec_verify.reference import SamplingParams
-
-    return SamplingParams(**fields)
+    return impl.params(**fields)
 
 
 def check_tree_argmax(impl: Any, *, seed: int = 0, quick: bool = False,
@@ -289,10 +285,5 @@ def check_tree_parity(impl: Any, *, seed: int = 0, quick: bool = False,
                        seconds=time.perf_counter() - start)
 
 
-def _make(impl: Any, fields: dict[str, Any]) -> Any:
-    make = getattr(impl, "params", None)
-    if callable(make):
-        return make(**fields)
-    from spec_verify.reference import SamplingParams
-
-    return SamplingParams(**fields)
+def _make(impl: Implementation, fields: dict[str, Any]) -> Any:
+    return impl.params(**fields)
