@@ -321,6 +321,26 @@ int32_t sv_prompt_lookup(const int64_t* ctx, int64_t n_ctx, int64_t k,
                          int64_t max_ngram, int64_t min_ngram,
                          int64_t* out_ids, int64_t out_capacity, int64_t* out_n);
 
+/* ---- Declared capabilities: an OPTIONAL symbol ----------------------------------------- */
+
+/* A library may say what it offers; one that exports sv_capabilities is still ABI version 2,
+ * and one that does not is checked on everything its symbols offer. The answer is a bitwise
+ * OR of SV_CAP_*: a bit that is set declares the capability, a clear bit declares it absent
+ * (its checks are then NOT APPLICABLE, never failed). Bits unknown to a harness are ignored.
+ * A library whose sv_verify_draft draws from its own generator rather than `uniform` clears
+ * SV_CAP_INJECTED_UNIFORMS (the exact tier, parity and the edge uniforms then do not apply:
+ * `spec-verify check --profile lossless`); one without a greedy path clears SV_CAP_GREEDY;
+ * SV_CAP_VERIFY_TREE must agree with exporting sv_verify_tree (else the library is refused).
+ * The command line (--capability / --no-capability) overrides what is declared here. */
+#define SV_CAP_INJECTED_UNIFORMS      (1u << 0)
+#define SV_CAP_GREEDY                 (1u << 1)
+#define SV_CAP_SAMPLING_DISTRIBUTION  (1u << 2)
+#define SV_CAP_PROMPT_LOOKUP          (1u << 3)
+#define SV_CAP_PCG32                  (1u << 4)
+#define SV_CAP_VERIFY_TREE            (1u << 5)
+#define SV_CAP_FLOAT32                (1u << 6)  /* float32 arithmetic (informational) */
+uint32_t sv_capabilities(void);
+
 #ifdef __cplusplus
 }
 #endif

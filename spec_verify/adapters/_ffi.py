@@ -35,6 +35,7 @@ from spec_verify.reference.errors import (
 __all__ = [
     "ABI_VERSION",
     "CANARY_WORDS",
+    "CAPABILITY_BITS",
     "OPTIONAL_SYMBOLS",
     "REQUEST_STREAM",
     "STATUS_NAMES",
@@ -167,8 +168,20 @@ SYMBOLS: dict[str, tuple[Any, tuple[Any, ...]]] = {
 }
 
 
+# The SV_CAP_* bits of sv_capabilities (spec_verify.h), by capability name.
+CAPABILITY_BITS: dict[str, int] = {
+    "injected_uniforms": 1 << 0,
+    "greedy": 1 << 1,
+    "sampling_distribution": 1 << 2,
+    "prompt_lookup": 1 << 3,
+    "pcg32": 1 << 4,
+    "verify_tree": 1 << 5,
+    "float32": 1 << 6,
+}
+
 # Optional symbols: a library without them is still ABI version 2 (a capability less).
 OPTIONAL_SYMBOLS: dict[str, tuple[Any, tuple[Any, ...]]] = {
+    "sv_capabilities": (ctypes.c_uint32, ()),
     "sv_verify_tree": (
         ctypes.c_int32,
         (
@@ -310,6 +323,30 @@ class Library:
                 f"{ABI_VERSION} (spec_verify.h)",
                 "rebuild the library against this spec_verify.h",
             )
+        self.declared = self._declared_capabilities(spec)
+
+    def _declared_capabilities(self, spec: str) -> dict[str, bool] | None:
+        """What ``sv_capabilities`` declares, ``{capability: offered}`` over ``CAPABILITY_BITS``
+        (unknown bits ignored), or None when the library does not export it.
+
+        Raises:
+            UnknownImplementation: it declares ``verify_tree`` without exporting
+                ``sv_verify_tree``, or the other way round.
+        """
+        if "sv_capabilities" not in self.optional:
+            return None
+        mask = int(self._lib.sv_capabilities())
+        declared = {name: bool(mask & bit) for name, bit in CAPABILITY_BITS.items()}
+        if declared["verify_tree"] != ("sv_verify_tree" in self.optional):
+            raise UnknownImplementation(
+                "impl",
+                spec,
+                f"sv_capabilities() = {mask:#x} says SV_CAP_VERIFY_TREE is "
+                f"{'set' if declared['verify_tree'] else 'clear'} but the library "
+                f"{'does not export' if declared['verify_tree'] else 'exports'} sv_verify_tree",
+                "set SV_CAP_VERIFY_TREE exactly when sv_verify_tree is exported",
+            )
+        return declared
 
     # ---- errors -------------------------------------------------------------------------
 

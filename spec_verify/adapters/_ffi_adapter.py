@@ -35,10 +35,20 @@ from numpy.typing import NDArray
 
 from spec_verify.adapters._codec import decode_error, decode_value, encode_value
 from spec_verify.adapters._ffi import PARAM_FIELDS, params_struct
-from spec_verify.adapters._implementations import Implementation, check_tree_result
+from spec_verify.adapters._implementations import (
+    Implementation,
+    apply_capabilities,
+    check_capabilities,
+    check_tree_result,
+)
 from spec_verify.adapters._process import WorkerProcess
 from spec_verify.adapters._wire import WireError, require
-from spec_verify.errors import BudgetExhausted, ImplementationError, UnknownImplementation
+from spec_verify.errors import (
+    BudgetExhausted,
+    ImplementationError,
+    InvalidArgument,
+    UnknownImplementation,
+)
 from spec_verify.reference.pcg32 import Pcg32
 from spec_verify.reference.sampling import SamplingParams
 from spec_verify.uniforms import ScriptedUniforms, TooManyDraws
@@ -101,6 +111,7 @@ class FfiImplementation(Implementation):
              "prompt_lookup", "pcg32"}
         )
         self.last_uniforms_drawn: int | None = None
+        self.declared: dict[str, bool] | None = None  # sv_capabilities, when exported
         self.abi_version = 0
         self._worker: WorkerProcess | None = None
         self._hung: dict[str, str] = {}
@@ -131,6 +142,13 @@ class FfiImplementation(Implementation):
                     raise WireError("the greeting's optional symbols are not a list of names")
                 if "sv_verify_tree" in optional:  # the optional tree symbol (spec_verify.h)
                     self.capabilities = self.capabilities | {"verify_tree"}
+                declared = reply.get("declared")
+                if declared is not None:  # sv_capabilities: what the library says it offers
+                    try:
+                        self.declared = check_capabilities(declared, "sv_capabilities")
+                    except InvalidArgument as exc:
+                        raise WireError(f"malformed declared capabilities ({exc})") from None
+                    self.capabilities = apply_capabilities(self.capabilities, self.declared)
             except WireError as exc:
                 worker.kill()
                 raise ImplementationError(

@@ -299,7 +299,7 @@ def main(argv: list[str]) -> int:
         send_message(sock, {"kind": "load_error", "error": encode_error(exc)})
         return 0
     send_message(sock, {"kind": "ready", "abi_version": lib.abi_version, "pid": os.getpid(),
-                        "optional": sorted(lib.optional)})
+                        "optional": sorted(lib.optional), "declared": lib.declared})
     np.seterr(all="ignore")
     while True:
         try:

@@ -24,6 +24,8 @@ C_LIBS = (
     "overflow",
     "bad_ids",
     "crash_at_load",
+    "sampled_only",
+    "caps_tree_mismatch",
 )
 PLANTED_BUGS = (
     "bug_resample_before_accept",

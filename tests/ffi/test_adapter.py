@@ -42,6 +42,41 @@ def test_a_library_that_crashes_while_loading(c_libs):
         load_implementation(f"ffi:{c_libs['crash_at_load']}")
 
 
+def test_declared_capabilities_are_taken_and_unknown_bits_ignored(c_libs):
+    impl = load_implementation(f"ffi:{c_libs['sampled_only']}")
+    try:
+        assert impl.declared is not None and impl.declared["greedy"] is False
+        assert "greedy" not in impl.capabilities
+        assert "injected_uniforms" not in impl.capabilities
+        assert impl.capabilities >= {"verify_draft", "sampling_distribution", "pcg32"}
+    finally:
+        impl.close()
+
+
+def test_a_library_without_the_query_offers_what_it_exports(c_libs):
+    impl = load_implementation(f"ffi:{c_libs['segfault']}")
+    try:
+        assert impl.declared is None
+        assert impl.capabilities >= {"verify_draft", "greedy", "injected_uniforms"}
+    finally:
+        impl.close()
+
+
+def test_a_declaration_that_contradicts_the_symbols_is_refused(c_libs):
+    with pytest.raises(UnknownImplementation, match="SV_CAP_VERIFY_TREE is set but the library"):
+        load_implementation(f"ffi:{c_libs['caps_tree_mismatch']}")
+
+
+def test_declared_capabilities_decide_what_applies(c_libs):
+    from spec_verify.runner import run_checks
+
+    report = run_checks(f"ffi:{c_libs['sampled_only']}", tiers=["greedy", "exact"], quick=True,
+                        profile="lossless")  # fmt: skip
+    statuses = {(r.tier, r.status.value) for r in report.results}
+    assert statuses <= {("greedy", "not_applicable"), ("exact", "not_applicable"),
+                        ("greedy", "skipped"), ("exact", "skipped")}, statuses  # fmt: skip
+
+
 def test_loader_without_a_path_or_file(tmp_path):
     with pytest.raises(UnknownImplementation, match="needs a path"):
         load_implementation("ffi:")
@@ -112,6 +147,12 @@ def impl(rust_port):
 class TestPort:
     def test_protocol_and_capabilities(self, impl):
         assert isinstance(impl, Implementation)
+        impl.start()
+        assert impl.declared is not None  # the port answers sv_capabilities
+        assert {k for k, v in impl.declared.items() if v} == {
+            "injected_uniforms", "greedy", "sampling_distribution", "prompt_lookup", "pcg32",
+            "verify_tree",
+        }  # fmt: skip
         assert impl.capabilities >= {"verify_draft", "injected_uniforms", "pcg32"}
         assert "generation" not in impl.capabilities
         assert impl.params(top_k=2) == SamplingParams(top_k=2)

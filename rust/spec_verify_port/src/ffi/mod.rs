@@ -136,6 +136,27 @@ pub extern "C" fn sv_abi_version() -> u32 {
     ABI_VERSION
 }
 
+/// The `SV_CAP_*` bits of `spec_verify.h`.
+pub(crate) const SV_CAP_INJECTED_UNIFORMS: u32 = 1 << 0;
+pub(crate) const SV_CAP_GREEDY: u32 = 1 << 1;
+pub(crate) const SV_CAP_SAMPLING_DISTRIBUTION: u32 = 1 << 2;
+pub(crate) const SV_CAP_PROMPT_LOOKUP: u32 = 1 << 3;
+pub(crate) const SV_CAP_PCG32: u32 = 1 << 4;
+pub(crate) const SV_CAP_VERIFY_TREE: u32 = 1 << 5;
+
+/// `uint32_t sv_capabilities(void)` (optional in the ABI): the port offers everything the
+/// contract asks of a port, in its draw order, and exports `sv_verify_tree`; it computes in
+/// float64 (no `SV_CAP_FLOAT32`).
+#[no_mangle]
+pub extern "C" fn sv_capabilities() -> u32 {
+    SV_CAP_INJECTED_UNIFORMS
+        | SV_CAP_GREEDY
+        | SV_CAP_SAMPLING_DISTRIBUTION
+        | SV_CAP_PROMPT_LOOKUP
+        | SV_CAP_PCG32
+        | SV_CAP_VERIFY_TREE
+}
+
 /// `const char* sv_last_error(void)`: the thread's last error message ("" if none).
 #[no_mangle]
 pub extern "C" fn sv_last_error() -> *const c_char {
@@ -862,8 +883,14 @@ mod tests {
         let mut codes = Vec::new();
         let mut functions = Vec::new();
         let mut tree_rules = Vec::new();
+        let mut capability_bits = Vec::new();
         for line in header.lines() {
             let words: Vec<&str> = line.split_whitespace().collect();
+            // `#define SV_CAP_NAME (1u << N)`
+            if words.len() >= 5 && words[0] == "#define" && words[1].starts_with("SV_CAP_") {
+                let shift: u32 = words[4].trim_end_matches(')').parse().unwrap();
+                capability_bits.push((words[1].to_string(), 1u32 << shift));
+            }
             if words.len() >= 3 && words[0] == "#define" && words[1].starts_with("SV_TREE_") {
                 tree_rules.push((words[1].to_string(), words[2].parse::<i32>().unwrap()));
             }
@@ -895,6 +922,7 @@ mod tests {
         functions.sort();
         let mut exported = vec![
             "sv_abi_version",
+            "sv_capabilities",
             "sv_last_error",
             "sv_status_name",
             "sv_pcg32_u32",
@@ -908,6 +936,19 @@ mod tests {
         ];
         exported.sort();
         assert_eq!(functions, exported);
+        // sv_capabilities' bits are the crate's, and the port declares what it offers
+        let crate_bits = [
+            ("SV_CAP_INJECTED_UNIFORMS", SV_CAP_INJECTED_UNIFORMS),
+            ("SV_CAP_GREEDY", SV_CAP_GREEDY),
+            ("SV_CAP_SAMPLING_DISTRIBUTION", SV_CAP_SAMPLING_DISTRIBUTION),
+            ("SV_CAP_PROMPT_LOOKUP", SV_CAP_PROMPT_LOOKUP),
+            ("SV_CAP_PCG32", SV_CAP_PCG32),
+            ("SV_CAP_VERIFY_TREE", SV_CAP_VERIFY_TREE),
+        ];
+        for (name, bit) in crate_bits {
+            assert!(capability_bits.contains(&(name.to_string(), bit)), "{name}");
+            assert_ne!(sv_capabilities() & bit, 0, "{name}");
+        }
         // sv_verify_tree's rule constants are the crate's
         let crate_rules = [
             (
