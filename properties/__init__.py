@@ -13,6 +13,7 @@ from ._tier import run_property_tier
 from .checks import (
     GENERATION_PROPERTIES,
     PROPERTIES,
+    TREE_PROPERTIES,
     VERIFY_PROPERTIES,
     PropertyViolation,
     check_cache_holds_kept_positions,
@@ -26,10 +27,13 @@ from .checks import (
     check_no_zero_probability_tokens,
     check_prompt_lookup_rules,
     check_same_stream_same_output,
+    check_tree_no_zero_probability_tokens,
+    check_tree_result_is_a_path,
     check_uniform_draw_count,
 )
 from .strategies import (
     GenerationCase,
+    TreeCase,
     VerifyCase,
     boundary_verify_cases,
     draft_rows,
@@ -39,6 +43,7 @@ from .strategies import (
     logit_rows,
     lookup_contexts,
     sampling_params,
+    tree_cases,
     verify_cases,
     vocab_sizes,
 )
@@ -46,9 +51,11 @@ from .strategies import (
 __all__ = [
     "GENERATION_PROPERTIES",
     "PROPERTIES",
+    "TREE_PROPERTIES",
     "VERIFY_PROPERTIES",
     "GenerationCase",
     "PropertyViolation",
+    "TreeCase",
     "VerifyCase",
     "boundary_verify_cases",
     "check_cache_holds_kept_positions",
@@ -62,6 +69,8 @@ __all__ = [
     "check_no_zero_probability_tokens",
     "check_prompt_lookup_rules",
     "check_same_stream_same_output",
+    "check_tree_no_zero_probability_tokens",
+    "check_tree_result_is_a_path",
     "check_uniform_draw_count",
     "draft_rows",
     "drafts",
@@ -71,6 +80,7 @@ __all__ = [
     "lookup_contexts",
     "run_property_tier",
     "sampling_params",
+    "tree_cases",
     "verify_cases",
     "vocab_sizes",
 ]

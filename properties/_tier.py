@@ -115,6 +115,15 @@ PROPERTY_TIER: tuple[_Property, ...] = (
         checks.check_logprobs_equal_plain,
         cost=4,
     ),
+    _Property(
+        "tree_result_is_a_path", "verify_tree", sv.tree_cases, checks.check_tree_result_is_a_path
+    ),
+    _Property(
+        "tree_no_zero_probability_tokens",
+        "verify_tree",
+        sv.tree_cases,
+        checks.check_tree_no_zero_probability_tokens,
+    ),
 )
 
 

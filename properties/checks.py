@@ -32,11 +32,12 @@ from spec_verify.tiers._drive import (
 from spec_verify.tiers.generation import rollback_problem
 from spec_verify.uniforms import CountingUniforms
 
-from .strategies import GenerationCase, VerifyCase
+from .strategies import GenerationCase, TreeCase, VerifyCase
 
 __all__ = [
     "GENERATION_PROPERTIES",
     "PROPERTIES",
+    "TREE_PROPERTIES",
     "VERIFY_PROPERTIES",
     "PropertyViolation",
     "check_cache_holds_kept_positions",
@@ -50,6 +51,8 @@ __all__ = [
     "check_no_zero_probability_tokens",
     "check_prompt_lookup_rules",
     "check_same_stream_same_output",
+    "check_tree_no_zero_probability_tokens",
+    "check_tree_result_is_a_path",
     "check_uniform_draw_count",
     "contract_greedy_token",
     "contract_prompt_lookup",
@@ -592,6 +595,53 @@ def check_logprobs_equal_plain(impl: Implementation, case: GenerationCase) -> No
             )
 
 
+def _verify_tree(name: str, impl: Implementation, case: TreeCase) -> tuple[list[int], list[int]]:
+    """``verify_tree`` on the case; the adapters check that the nodes are a path down from the
+    root carrying the emitted tokens and that ids are in range (a breach is a violation)."""
+    r = case.round
+    p = _call(name, impl.params, **case.params)
+    rng = None if case.temperature == 0.0 else np.random.default_rng(case.seed)
+    result: tuple[list[int], list[int]] = _call(
+        name, impl.verify_tree, case.target_logits, list(r.parents), list(r.token_ids),
+        case.draft_probs, p, [], rng, [], rule=r.rule,
+    )  # fmt: skip
+    return result
+
+
+def check_tree_result_is_a_path(impl: Implementation, case: TreeCase) -> None:
+    """``verify_tree`` returns accepted nodes that form a path down from the root, carrying the
+    emitted tokens in order, and one more token than nodes, every id in ``[0, V)``."""
+    _verify_tree("tree_result_is_a_path", impl, case)
+
+
+def check_tree_no_zero_probability_tokens(impl: Implementation, case: TreeCase) -> None:
+    """No token ``verify_tree`` emits has target probability 0 at its place: the root's row for
+    the first, then the row of the node accepted before it."""
+    name = "tree_no_zero_probability_tokens"
+    emitted, nodes = _verify_tree(name, impl, case)
+    rows = [0, *(node + 1 for node in nodes)]
+    for position, (token, row) in enumerate(zip(emitted, rows, strict=False)):
+        target = case.round.p_rows[row]
+        if case.temperature == 0.0:
+            top = max(target)
+            allowed = target.index(top) == token
+        else:
+            allowed = target[token] > 0
+        if not allowed:
+            _fail(
+                name,
+                f"emitted {emitted} (nodes {nodes}): token {token} at position {position} "
+                f"{'is not the argmax of' if case.temperature == 0.0 else 'has probability 0 in'}"
+                f" target row {row}",
+            )
+
+
+TREE_PROPERTIES: dict[str, Callable[[Implementation, TreeCase], None]] = {
+    "tree_result_is_a_path": check_tree_result_is_a_path,
+    "tree_no_zero_probability_tokens": check_tree_no_zero_probability_tokens,
+}
+
+
 GENERATION_PROPERTIES: dict[str, Callable[[Implementation, GenerationCase], None]] = {
     "cache_holds_kept_positions": check_cache_holds_kept_positions,
     "greedy_speculative_equals_plain": check_greedy_speculative_equals_plain,
@@ -604,4 +654,5 @@ PROPERTIES: tuple[str, ...] = (
     *VERIFY_PROPERTIES,
     "prompt_lookup_rules",
     *GENERATION_PROPERTIES,
+    *TREE_PROPERTIES,
 )

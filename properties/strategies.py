@@ -24,6 +24,7 @@ from numpy.typing import NDArray
 __all__ = [
     "LARGE_VOCABULARIES",
     "GenerationCase",
+    "TreeCase",
     "VerifyCase",
     "boundary_verify_cases",
     "draft_rows",
@@ -373,3 +374,54 @@ def generation_cases(
         k=draw(st.integers(0, 5)),
         params=fields,
     )
+
+
+@dataclass(frozen=True, eq=False)
+class TreeCase:
+    """One call of ``verify_tree``: a random tree (``spec_verify.tiers.tree.random_tree_round``:
+    branching up to 3, distinct siblings, target rows with exact zeros), the rule, whether the
+    children are deterministic, the temperature, and the seed of the harness's uniform source."""
+
+    round: Any
+    temperature: float
+    seed: int
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return {"temperature": self.temperature}
+
+    @property
+    def target_logits(self) -> NDArray[np.float64]:
+        rows = np.array([[float(v) for v in row] for row in self.round.p_rows])
+        with np.errstate(divide="ignore"):
+            return np.log(rows)
+
+    @property
+    def draft_probs(self) -> list[NDArray[np.float64] | None] | None:
+        if self.round.q_rows is None:
+            return None
+        return [None if row is None else np.array([float(v) for v in row])
+                for row in self.round.q_rows]  # fmt: skip
+
+    def __repr__(self) -> str:
+        r = self.round
+        return (f"TreeCase(V={len(r.p_rows[0])}, parents={list(r.parents)}, "
+                f"tokens={list(r.token_ids)}, rule={r.rule!r}, "
+                f"deterministic={r.q_rows is None}, temperature={self.temperature}, "
+                f"seed={self.seed})")  # fmt: skip
+
+
+@st.composite
+def tree_cases(draw: st.DrawFn) -> TreeCase:
+    """Random trees of 1 to 6 nodes over 3 to 8 tokens, both lossless rules, sampled and
+    deterministic children, sampled and greedy verification."""
+    from spec_verify.tiers.tree import TREE_RULES_CHECKED, random_tree_round
+
+    seed = draw(st.integers(0, 2**32 - 1))
+    V = draw(st.integers(3, 8))
+    n = draw(st.integers(1, 6))
+    rule = draw(st.sampled_from(TREE_RULES_CHECKED))
+    deterministic = draw(st.booleans())
+    temperature = draw(st.sampled_from((1.0, 0.0)))
+    tree = random_tree_round(np.random.default_rng(seed), V, n, rule, deterministic)
+    return TreeCase(tree, temperature, seed)

@@ -116,3 +116,17 @@ def test_eos_and_stop_strings(spec_impl: Any, case: sv.GenerationCase) -> None:
 @given(case=sv.generation_cases())
 def test_logprobs_equal_plain(spec_impl: Any, case: sv.GenerationCase) -> None:
     checks.check_logprobs_equal_plain(spec_impl, case)
+
+
+@pytest.mark.spec_capability("verify_tree")
+@_CHEAP
+@given(case=sv.tree_cases())
+def test_tree_result_is_a_path(spec_impl: Any, case: sv.TreeCase) -> None:
+    checks.check_tree_result_is_a_path(spec_impl, case)
+
+
+@pytest.mark.spec_capability("verify_tree")
+@_CHEAP
+@given(case=sv.tree_cases())
+def test_tree_no_zero_probability_tokens(spec_impl: Any, case: sv.TreeCase) -> None:
+    checks.check_tree_no_zero_probability_tokens(spec_impl, case)

@@ -43,6 +43,8 @@ def test_property_names_are_stable() -> None:
         "max_tokens_respected",
         "eos_and_stop_strings",
         "logprobs_equal_plain",
+        "tree_result_is_a_path",
+        "tree_no_zero_probability_tokens",
     )
 
 
@@ -116,7 +118,7 @@ def _module_with(name: str, **overrides: Any) -> PythonImplementation:
 
 def _reference_verify() -> Callable[..., tuple[list[int], int]]:
     verify: Callable[..., tuple[list[int], int]] = load_implementation(
-        "reference"
+        "reference", in_process=True
     ).module.verify_draft
     return verify
 
@@ -202,7 +204,41 @@ def _lookup(ctx: list[int], k: int) -> Callable[[Any], None]:
     return lambda impl: checks.check_prompt_lookup_rules(impl, ctx, k)
 
 
+def _tree_case(temperature: float = 1.0) -> Any:
+    """A root with two children: token 0 (target probability 0) and token 1."""
+    from fractions import Fraction as F
+
+    from spec_verify.exact._tree_cells import TreeRound
+    from spec_verify.properties.strategies import TreeCase
+
+    rows = ((F(0), F(1, 2), F(1, 2)), (F(1, 3),) * 3, (F(0), F(0), F(1)))
+    q = (F(1, 2), F(1, 3), F(1, 6))
+    return TreeCase(TreeRound(rows, (-1, -1), (0, 1), (q, None, None)), temperature, 3)
+
+
+def _tree_accepts_the_first_child(*args: Any, **kwargs: Any) -> Any:
+    """Keeps node 0 whatever the target says, then emits token 2."""
+    return [0, 2], [0]
+
+
+def _tree_path_skips_a_level(*args: Any, **kwargs: Any) -> Any:
+    """Claims node 1 (a child of the root) after node 0, which is no path."""
+    return [0, 1, 2], [0, 1]
+
+
 PLANTED = [
+    (
+        "tree_result_is_a_path",
+        lambda: _module_with("tree_no_path", verify_tree=_tree_path_skips_a_level),
+        lambda impl: checks.check_tree_result_is_a_path(impl, _tree_case()),
+        "must be a path down from the root",
+    ),
+    (
+        "tree_no_zero_probability_tokens",
+        lambda: _module_with("tree_zero", verify_tree=_tree_accepts_the_first_child),
+        lambda impl: checks.check_tree_no_zero_probability_tokens(impl, _tree_case()),
+        "has probability 0 in target row 0",
+    ),
     # property, implementation (spec or factory), the check on one case, message fragment
     (
         "emitted_is_accepted_plus_one",
