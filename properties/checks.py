@@ -23,7 +23,7 @@ from typing import Any, NoReturn, TypeVar
 import numpy as np
 from numpy.typing import NDArray
 
-from spec_verify.adapters._implementations import Implementation
+from spec_verify.adapters._implementations import Implementation, TreeImplementation
 from spec_verify.errors import ImplementationError
 from spec_verify.tiers._drive import (
     generation_module,
@@ -598,6 +598,8 @@ def check_logprobs_equal_plain(impl: Implementation, case: GenerationCase) -> No
 def _verify_tree(name: str, impl: Implementation, case: TreeCase) -> tuple[list[int], list[int]]:
     """``verify_tree`` on the case; the adapters check that the nodes are a path down from the
     root carrying the emitted tokens and that ids are in range (a breach is a violation)."""
+    if not isinstance(impl, TreeImplementation):
+        _fail(name, f"{impl.name} offers verify_tree but has no verify_tree method")
     r = case.round
     p = _call(name, impl.params, **case.params)
     rng = None if case.temperature == 0.0 else np.random.default_rng(case.seed)

@@ -394,7 +394,8 @@ class TreeCase:
     def target_logits(self) -> NDArray[np.float64]:
         rows = np.array([[float(v) for v in row] for row in self.round.p_rows])
         with np.errstate(divide="ignore"):
-            return np.log(rows)
+            logits: NDArray[np.float64] = np.log(rows)
+        return logits
 
     @property
     def draft_probs(self) -> list[NDArray[np.float64] | None] | None:
