@@ -98,6 +98,15 @@ def test_a_hostile_library_does_not_pass(name, hostile_c_libs, tmp_path, monkeyp
 
 # Without a namespace the subreaper flag is the worker's own: cleared, a daemon's orphan goes
 # to init, out of reach (the limit docs/threat-model.md states; its sleep ends in 10 s).
+# Without a namespace a fork runner and the kill race; the harness usually wins, but under load
+# (seen at load 10 in a full run) a fork can slip out. With a namespace (the default where
+# unshare works) the kernel ends the race. A stress test, not a gate.
+_RACE = pytest.mark.skipif(
+    os.environ.get("SPEC_VERIFY_STRESS") != "1",
+    reason="a race the harness usually wins without a PID namespace, not a guarantee "
+    "(docs/threat-model.md); run with SPEC_VERIFY_STRESS=1",
+)
+
 _ESCAPES_TO_INIT = pytest.mark.xfail(
     reason="a library that clears the worker's subreaper flag can daemonise out of its tree "
     "when there is no PID namespace (docs/threat-model.md)",
@@ -107,7 +116,12 @@ _ESCAPES_TO_INIT = pytest.mark.xfail(
 
 @pytest.mark.parametrize(
     "name",
-    [pytest.param(n, marks=_ESCAPES_TO_INIT) if n == "clears_subreaper" else n for n in _SPAWNERS],
+    [
+        pytest.param(n, marks=_ESCAPES_TO_INIT) if n == "clears_subreaper"
+        else pytest.param(n, marks=_RACE) if n == "fork_runner"
+        else n
+        for n in _SPAWNERS
+    ],
 )
 def test_without_a_pid_namespace_nothing_is_left_behind(
     name, hostile_c_libs, tmp_path, monkeypatch
