@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#define HOSTILE_MAX_FD 4096 /* the worker keeps its socket's number from the harness */
 #define SV_CUSTOM_VERIFY_DRAFT
 #include "../libs/stub.h"
 
@@ -70,10 +72,11 @@ static inline pid_t hostile_fork_noted(void) {
 
 #include <sys/stat.h>
 
-/* Call fn(fd) for every open socket among descriptors 3..64 (the worker's own is one). */
+/* Call fn(fd) for every open socket among descriptors 3..HOSTILE_MAX_FD (the worker's own is
+ * one: it keeps the number it had in the harness, which a long test run can push past 64). */
 static inline void hostile_each_socket(void (*fn)(int fd)) {
     struct stat info;
-    for (int fd = 3; fd <= 64; fd++) {
+    for (int fd = 3; fd <= HOSTILE_MAX_FD; fd++) {
         if (fstat(fd, &info) == 0 && S_ISSOCK(info.st_mode)) fn(fd);
     }
 }
