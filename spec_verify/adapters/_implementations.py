@@ -48,6 +48,7 @@ __all__ = [
     "apply_capabilities",
     "check_capabilities",
     "check_tree_result",
+    "check_verify_result",
     "load_implementation",
     "offered_capabilities",
 ]
@@ -436,7 +437,7 @@ class PythonImplementation(Implementation):
                 target_logits, list(draft_ids), draft_probs, p, list(history), rng, list(prompt)
             )
             # Read the result under the same time limit: an endless iterable is a hang too.
-            return _check_verify_result(self.name, result, m, V)
+            return check_verify_result(self.name, result, m, V)
 
         return self._guarded("verify_draft", call)
 
@@ -540,20 +541,20 @@ class PythonImplementation(Implementation):
         return f"PythonImplementation({self.name!r})"
 
 
-def _check_verify_result(name: str, result: Any, m: int, V: int) -> tuple[list[int], int]:
+def check_verify_result(name: str, result: Any, m: int, V: int) -> tuple[list[int], int]:
     """Turn garbage into an ``ImplementationError`` naming what was wrong."""
     try:
         emitted, n_accepted = result
         # operator.index, not int(): a float id (2.75, or inf) is garbage, not a token.
         emitted = [operator.index(t) for t in emitted]
         n_accepted = operator.index(n_accepted)
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, ImplementationError) as exc:
         raise ImplementationError(
             name,
             "verify_draft",
-            f"returned {result!r}: {exc} (the contract returns a list of int token ids and an "
-            "int n_accepted)",
-        ) from exc
+            f"returned {result!r:.200}: {exc} (the contract returns a list of int token ids "
+            "and an int n_accepted)",
+        ) from None
     if not 0 <= n_accepted <= m or len(emitted) != n_accepted + 1:
         raise ImplementationError(
             name,

@@ -37,6 +37,7 @@ from spec_verify.adapters._implementations import (
     apply_capabilities,
     check_capabilities,
     check_tree_result,
+    check_verify_result,
     offered_capabilities,
 )
 from spec_verify.adapters._process import WorkerProcess
@@ -56,7 +57,7 @@ from spec_verify.errors import (
 )
 from spec_verify.uniforms import DrewPastScript, ScriptedUniforms, TooManyDraws
 
-__all__ = ["DEFAULT_CALL_TIMEOUT", "WorkerImplementation", "check_verify_result"]
+__all__ = ["DEFAULT_CALL_TIMEOUT", "WorkerImplementation"]
 
 T = TypeVar("T")
 
@@ -521,30 +522,3 @@ def _close_session(holder: list[_Session | None]) -> None:
         if session is not None:
             session.alive = False
             session.worker.close(_QUIT)
-
-
-def check_verify_result(name: str, result: Any, m: int, V: int) -> tuple[list[int], int]:
-    """Turn garbage into an ``ImplementationError`` naming what was wrong."""
-    try:
-        emitted, n_accepted = result
-        # operator.index, not int(): a float id (2.75, or inf) is garbage, not a token.
-        emitted = [operator.index(t) for t in emitted]
-        n_accepted = operator.index(n_accepted)
-    except (TypeError, ValueError, ImplementationError) as exc:
-        raise ImplementationError(
-            name,
-            "verify_draft",
-            f"returned {result!r:.200}: {exc} (the contract returns a list of int token ids "
-            "and an int n_accepted)",
-        ) from None
-    if not 0 <= n_accepted <= m or len(emitted) != n_accepted + 1:
-        raise ImplementationError(
-            name,
-            "verify_draft",
-            f"returned {len(emitted)} ids with n_accepted={n_accepted} for m={m} drafts; "
-            "the contract is len(emitted) == n_accepted + 1 and 0 <= n_accepted <= m",
-        )
-    bad = [t for t in emitted if not 0 <= t < V]
-    if bad:
-        raise ImplementationError(name, "verify_draft", f"returned ids out of [0, {V}): {bad}")
-    return emitted, n_accepted
