@@ -39,6 +39,7 @@ from spec_verify.reference.sampling import SamplingParams
 
 __all__ = [
     "ERROR_TYPES",
+    "ArrayTable",
     "NotData",
     "RemoteAssertionError",
     "RemoteAttributeError",
@@ -102,6 +103,16 @@ Export = Callable[[Any], dict[str, int]]  # an object -> {"$h": n} or {"$o": n}
 Resolve = Callable[[str, int], Any]  # ("$h" | "$o", n) -> the object or a proxy of it
 
 
+class ArrayTable(dict[str, Any]):
+    """A frame's arrays by name that sends each array object once: ``encode_value`` names an
+    array it has already put here by its first name (a batch whose calls share one input).
+    The table holds every array it names, so no ``id`` is reused while it is filled."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.names: dict[int, str] = {}
+
+
 def encode_value(  # noqa: PLR0911 -- one return per kind of value
     value: Any, arrays: dict[str, Any], export: Export | None = None, _depth: int = 0
 ) -> Any:
@@ -115,8 +126,13 @@ def encode_value(  # noqa: PLR0911 -- one return per kind of value
         return value
     if isinstance(value, np.ndarray):
         if value.dtype.kind in "fiub" and value.dtype.itemsize in (1, 4, 8):
+            index = arrays.names if isinstance(arrays, ArrayTable) else None
+            if index is not None and id(value) in index:
+                return {"$a": index[id(value)]}
             name = f"a{len(arrays)}"
             arrays[name] = value
+            if index is not None:
+                index[id(value)] = name
             return {"$a": name}
     elif isinstance(value, np.generic) and value.dtype.kind in "fiub":
         return value.item()

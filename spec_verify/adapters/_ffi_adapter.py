@@ -33,13 +33,15 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from spec_verify.adapters._codec import decode_error, decode_value, encode_value
+from spec_verify.adapters._codec import ArrayTable, decode_error, decode_value, encode_value
 from spec_verify.adapters._ffi import PARAM_FIELDS, params_struct
 from spec_verify.adapters._implementations import (
     Implementation,
+    ScriptedResult,
     apply_capabilities,
     check_capabilities,
     check_tree_result,
+    check_verify_result,
 )
 from spec_verify.adapters._process import WorkerProcess
 from spec_verify.adapters._wire import WireError, require
@@ -57,6 +59,7 @@ __all__ = ["DEFAULT_TIMEOUT", "Call", "FfiImplementation", "Outcome", "load_ffi"
 
 DEFAULT_TIMEOUT = 10.0  # seconds of library time per call
 _BATCH_SECONDS_PER_CALL = 0.05  # added to a batch's time limit per call in it
+_SCRIPTS_PER_BATCH = 512  # verify_scripted_many calls per batch (the input crosses once)
 _START_TIMEOUT = 60.0  # a worker that is not ready by then is reported as hung at load
 
 # (method, kwargs, uniform source) -> (outcome "ok" | "err", value or exception, n_drawn)
@@ -241,6 +244,13 @@ class FfiImplementation(Implementation):
             raise self._protocol_error(method, exc) from None
         if method in ("verify_draft", "verify_tree"):
             self.last_uniforms_drawn = drawn
+        return self._value_of(method, outcome, value, failures)
+
+    def _value_of(
+        self, method: str, outcome: str, value: Any, failures: list[BaseException]
+    ) -> Any:
+        """The value of one decoded outcome, or the exception it stands for (``failures``:
+        what the caller's uniform source raised during the call)."""
         if outcome == "err" and value == "too_many":
             raise TooManyDraws  # the scripted source's hard limit, as in this process
         if outcome == "err" and value == "remote_failed":
@@ -275,7 +285,7 @@ class FfiImplementation(Implementation):
                 batch (which call is unknown: run them one by one to find it).
         """
         timeout = self.timeout + _BATCH_SECONDS_PER_CALL * len(calls)
-        arrays: dict[str, Any] = {}
+        arrays = ArrayTable()  # an input shared by many calls crosses once
         encoded = [_encode_call(c, arrays) for c in calls]
         header: dict[str, Any] = {"kind": "batch", "calls": encoded}
         if threads != 1:
@@ -344,12 +354,41 @@ class FfiImplementation(Implementation):
         has_source = rng is not None and callable(getattr(rng, "random", None))
         if not has_source:  # the library validates first; its first draw is then the error
             source = ("forbid",) if greedy else ("missing",)
-            forbidden: tuple[list[int], int] = self._call("verify_draft", kwargs, source)
-            return forbidden
-        result: tuple[list[int], int] = self._call_with_source(
-            "verify_draft", kwargs, rng, 2 * len(draft_ids) + 1
+            forbidden = self._call("verify_draft", kwargs, source)
+            return check_verify_result(
+                self.name, forbidden, len(draft_ids), np.shape(target_logits)[-1]
+            )
+        result = self._call_with_source("verify_draft", kwargs, rng, 2 * len(draft_ids) + 1)
+        return check_verify_result(self.name, result, len(draft_ids), np.shape(target_logits)[-1])
+
+    def verify_scripted_many(
+        self,
+        target_logits: NDArray[np.float64],
+        draft_ids: Sequence[int],
+        draft_probs: NDArray[np.float64] | None,
+        p: Any,
+        history: Sequence[int],
+        prompt: Sequence[int],
+        sources: Sequence[ScriptedUniforms],
+    ) -> list[ScriptedResult]:
+        """Batches of up to ``_SCRIPTS_PER_BATCH`` calls whose input arrays cross once per
+        batch and whose sources cross as data (see ``Implementation.verify_scripted_many``)."""
+        _, kwargs, _ = self.verify_call(
+            target_logits, draft_ids, draft_probs, p, history, prompt, None
         )
-        return result
+        m, V = len(draft_ids), np.shape(target_logits)[-1]
+        results: list[ScriptedResult] = []
+        for begin in range(0, len(sources), _SCRIPTS_PER_BATCH):
+            chunk = sources[begin : begin + _SCRIPTS_PER_BATCH]
+            calls = [("verify_draft", kwargs, _scripted_source(s)) for s in chunk]
+            for source, (outcome, value, drawn) in zip(chunk, self.batch(calls), strict=True):
+                source.drawn += drawn
+                try:
+                    found = self._value_of("verify_draft", outcome, value, [])
+                    results.append(check_verify_result(self.name, found, m, V))
+                except (Exception, TooManyDraws) as exc:
+                    results.append(exc)
+        return results
 
     def _call_with_source(
         self, method: str, kwargs: dict[str, Any], rng: Any, most: int
@@ -361,9 +400,8 @@ class FfiImplementation(Implementation):
         anything else is asked one uniform at a time."""
         self.last_uniforms_drawn = None
         if type(rng) is ScriptedUniforms:
-            source = ("scripted", [float(u) for u in rng.script], rng.then, rng.limit, rng.drawn)
             try:
-                return self._call(method, kwargs, source)
+                return self._call(method, kwargs, _scripted_source(rng))
             finally:
                 rng.drawn += self.last_uniforms_drawn or 0
         if type(rng) in _COPYABLE_SOURCES:
@@ -471,6 +509,12 @@ class FfiImplementation(Implementation):
 
     def __repr__(self) -> str:
         return f"FfiImplementation({self.path!r})"
+
+
+def _scripted_source(source: ScriptedUniforms) -> tuple[Any, ...]:
+    """A ``ScriptedUniforms`` as the worker's ``scripted`` source (its state as data)."""
+    return ("scripted", [float(u) for u in source.script], source.then, source.limit,
+            source.drawn)
 
 
 def _close_worker(holder: list[WorkerProcess | None]) -> None:

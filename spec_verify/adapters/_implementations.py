@@ -32,8 +32,12 @@ from spec_verify.errors import (
     InvalidArgument,
     UnknownImplementation,
 )
+from spec_verify.uniforms import ScriptedUniforms, TooManyDraws
 
 T = TypeVar("T")
+
+# One entry of ``verify_scripted_many``: the call's result, or what it raised.
+ScriptedResult = tuple[list[int], int] | BaseException
 
 __all__ = [
     "CAPABILITIES",
@@ -42,6 +46,7 @@ __all__ = [
     "BatchedTreeImplementation",
     "Implementation",
     "PythonImplementation",
+    "ScriptedResult",
     "TreeImplementation",
     "TreeRound",
     "VerifyRound",
@@ -187,6 +192,37 @@ class Implementation(abc.ABC):
             self.verify_draft(logits, ids, probs, p, history, rng, prompt)
             for logits, ids, probs, history, prompt in rounds
         ]
+
+    def verify_scripted_many(
+        self,
+        target_logits: NDArray[np.float64],
+        draft_ids: Sequence[int],
+        draft_probs: NDArray[np.float64] | None,
+        p: Any,
+        history: Sequence[int],
+        prompt: Sequence[int],
+        sources: Sequence[ScriptedUniforms],
+    ) -> list[ScriptedResult]:
+        """``verify_draft`` on one input once per scripted source, in order (the exact
+        engine's probes of one round): each entry is the call's checked result or the
+        exception it raised (``TooManyDraws`` included), and each source's ``drawn`` ends as
+        the call left it. An adapter whose calls cross a process boundary sends the input once
+        and the sources together.
+
+        Raises:
+            ImplementationError: the batch as a whole failed (a worker crashed, hung or broke
+                the protocol), so which call did it is unknown: make the calls one by one.
+            BudgetExhausted: the run's budget ran out.
+        """
+        results: list[ScriptedResult] = []
+        for source in sources:
+            try:
+                results.append(self.verify_draft(
+                    target_logits, draft_ids, draft_probs, p, history, source, prompt
+                ))
+            except (Exception, TooManyDraws) as exc:
+                results.append(exc)
+        return results
 
     def verify_tree_many(
         self, rounds: Sequence[TreeRound], p: Any, rng: Any, rule: str = "with_replacement"

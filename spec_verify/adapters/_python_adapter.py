@@ -32,6 +32,7 @@ from spec_verify.adapters._generation_request import GENERATION_TIMEOUT, Generat
 from spec_verify.adapters._implementations import (
     DECLARATION,
     Implementation,
+    ScriptedResult,
     TreeRound,
     VerifyRound,
     apply_capabilities,
@@ -67,6 +68,7 @@ _START_TIMEOUT = 60.0
 _ROUNDS_PER_REQUEST = 256  # verify_many rounds per request (bounds a frame's size)
 _SECONDS_PER_ROUND = 0.05  # added to a request's time limit per round in it
 _SEEDS_PER_REQUEST = 64  # generate_many generations per request
+_SCRIPTS_PER_REQUEST = 512  # verify_scripted_many sources per request (the input crosses once)
 _QUIT = {"kind": "quit"}
 
 
@@ -329,12 +331,17 @@ class WorkerImplementation(Implementation):
         if type(source) is not ScriptedUniforms:
             with self._limit(method, self.timeout):
                 return call_method(self.module, method, *args, **kwargs)
-        script = [list(source.script), source.then, source.limit, source.drawn]
         sent = [*args[:slot], None, *args[slot + 1 :]]
         with self._limit(method, self.timeout):
             answer = call_method(
-                self.toolbox, "call_scripted", self.module, method, sent, kwargs, slot, script
+                self.toolbox, "call_scripted", self.module, method, sent, kwargs, slot,
+                _script_data(source),
             )
+        return self._scripted_answer(method, answer, source)
+
+    def _scripted_answer(self, method: str, answer: Any, source: ScriptedUniforms) -> Any:
+        """The value of one ``Toolbox.call_scripted`` answer, or the exception it reports;
+        ``source.drawn`` is set to the count the worker reports (never less than before)."""
         try:
             status, value, drawn = answer
             if type(drawn) is not int or not source.drawn <= drawn:
@@ -353,6 +360,43 @@ class WorkerImplementation(Implementation):
         if status == "err":
             raise self._start().error_of(decode_error(value), method)
         raise ImplementationError(self.name, method, f"its worker answered {status!r:.40}")
+
+    def verify_scripted_many(
+        self,
+        target_logits: NDArray[np.float64],
+        draft_ids: Sequence[int],
+        draft_probs: NDArray[np.float64] | None,
+        p: Any,
+        history: Sequence[int],
+        prompt: Sequence[int],
+        sources: Sequence[ScriptedUniforms],
+    ) -> list[ScriptedResult]:
+        """The input crosses once per request of up to ``_SCRIPTS_PER_REQUEST`` sources, each
+        source as data (see ``Implementation.verify_scripted_many``)."""
+        m, V = len(draft_ids), np.shape(target_logits)[-1]
+        args = [target_logits, [int(t) for t in draft_ids], draft_probs, p,
+                [int(t) for t in history], None, [int(t) for t in prompt]]  # fmt: skip
+        results: list[ScriptedResult] = []
+        for begin in range(0, len(sources), _SCRIPTS_PER_REQUEST):
+            chunk = sources[begin : begin + _SCRIPTS_PER_REQUEST]
+            limit = self.timeout + _SECONDS_PER_ROUND * len(chunk)
+            with self._limit("verify_draft", limit):
+                raw = call_method(
+                    self.toolbox, "verify_scripted", self.module, args,
+                    [_script_data(s) for s in chunk],
+                )  # fmt: skip
+            if not isinstance(raw, list) or len(raw) != len(chunk):
+                raise ImplementationError(
+                    self.name, "verify_draft", f"its worker answered {len(chunk)} scripted "
+                    f"calls with {raw!r:.100}",
+                )  # fmt: skip
+            for source, reply in zip(chunk, raw, strict=True):
+                try:
+                    value = self._scripted_answer("verify_draft", reply, source)
+                    results.append(check_verify_result(self.name, value, m, V))
+                except (Exception, TooManyDraws) as exc:
+                    results.append(exc)
+        return results
 
     def verify_many(
         self, rounds: Sequence[VerifyRound], p: Any, rng: Any
@@ -515,6 +559,11 @@ class WorkerImplementation(Implementation):
 
     def __repr__(self) -> str:
         return f"WorkerImplementation({self.name!r})"
+
+
+def _script_data(source: ScriptedUniforms) -> list[Any]:
+    """A scripted source as the worker rebuilds it: ``[script, then, limit, drawn]``."""
+    return [list(source.script), source.then, source.limit, source.drawn]
 
 
 def _close_session(holder: list[_Session | None]) -> None:

@@ -101,6 +101,17 @@ class Toolbox:
         return ["ok", value, source.drawn]
 
     @staticmethod
+    def verify_scripted(module: Any, args: list[Any], scripts: list[list[Any]]) -> list[Any]:
+        """``module.verify_draft(*args)`` once per scripted source (``call_scripted``'s data,
+        in the source's slot), each answered as ``call_scripted`` answers; list arguments are
+        copied per call, so a call that changes one (reported) leaves the next its input."""
+        answers = []
+        for script in scripts:
+            fresh = [list(a) if isinstance(a, list) else a for a in args]
+            answers.append(Toolbox.call_scripted(module, "verify_draft", fresh, {}, 5, script))
+        return answers
+
+    @staticmethod
     def generate_many(module: Any, request: Any, seeds: list[int]) -> list[list[int]]:
         """``draw_generation`` of the request (as data) for each seed, in order."""
         parsed = GenerationRequest.from_data(request)

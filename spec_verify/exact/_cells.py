@@ -73,6 +73,7 @@ DEFAULT_UNIFORM = 0.6180339887498949
 _MAX_CALLS = 400_000
 _MAX_RESTARTS = 1000
 _CONTRACT_KINDS = ("accept", "resample", "sample")
+_FIT_CHUNK = 64  # cells whose probes are prefetched together (a role may not fit: bounded waste)
 _DENOMINATOR_STEPS = tuple(10**e for e in range(1, 9))
 
 EnumerationStatus = Literal["complete", "not_provable", "error"]
@@ -540,6 +541,8 @@ class _Explorer:
         self.max_draws = 4 * (rnd.m + 1) + 16
         self.logits, self.draft_probs, self.params = round_arguments(impl, rnd)
         self.cache: dict[tuple[float, ...], Outcome] = {}
+        self.failed: dict[tuple[float, ...], BaseException] = {}  # prefetched calls that raised
+        self.batching = True  # False once a batch failed as a whole (calls one by one)
         self.calls = 0
         self.audit_calls = 0  # of which made by leaf audits
         self.auditing = False
@@ -566,36 +569,83 @@ class _Explorer:
         cached = self.cache.get(script)
         if cached is not None:
             return cached
-        if self.calls >= self.max_calls:
-            raise _Abort("not_provable", f"needed more than {self.max_calls} calls", script)
-        self.calls += 1
-        self.audit_calls += self.auditing
-        source = ScriptedUniforms(script, then=DEFAULT_UNIFORM, limit=self.max_draws)
+        failure = self.failed.get(script)
+        if failure is None:
+            if self.calls >= self.max_calls:
+                raise _Abort("not_provable", f"needed more than {self.max_calls} calls", script)
+            self.calls += 1
+            self.audit_calls += self.auditing
+            source = self._source(script)
+            rnd = self.rnd
+            try:
+                emitted, _ = self.impl.verify_draft(
+                    self.logits, list(rnd.draft_ids), self.draft_probs, self.params,
+                    list(rnd.history), source, list(rnd.prompt),
+                )
+            except (Exception, TooManyDraws) as exc:
+                failure = exc
+            else:
+                out = (tuple(emitted), source.drawn)
+                self.cache[script] = out
+                return out
+        raise self._abort_for(failure, script)
+
+    def _source(self, script: tuple[float, ...]) -> ScriptedUniforms:
+        return ScriptedUniforms(script, then=DEFAULT_UNIFORM, limit=self.max_draws)
+
+    def _abort_for(self, failure: BaseException, script: tuple[float, ...]) -> BaseException:
+        """What a call that raised ``failure`` ends the enumeration with."""
         rnd = self.rnd
-        try:
-            emitted, _ = self.impl.verify_draft(
-                self.logits, list(rnd.draft_ids), self.draft_probs, self.params,
-                list(rnd.history), source, list(rnd.prompt),
-            )
-        except TooManyDraws:
-            raise _Abort(
+        if isinstance(failure, TooManyDraws):
+            return _Abort(
                 "not_provable",
                 f"drew more than {self.max_draws} uniforms for m = {rnd.m} drafts "
                 f"(the contract draws at most {2 * rnd.m + 1})",
                 script,
-            ) from None
-        except ImplementationError as exc:
-            raise _Abort("error", str(exc), script) from exc
-        except ValueError as exc:
-            raise _Abort(
+            )
+        if isinstance(failure, ImplementationError):
+            return _Abort("error", str(failure), script)
+        if isinstance(failure, ValueError):
+            return _Abort(
                 "error",
                 f"{self.impl.name}: verify_draft rejected valid input: "
-                f"{type(exc).__name__}: {exc}",
+                f"{type(failure).__name__}: {failure}",
                 script,
-            ) from exc
-        out = (tuple(emitted), source.drawn)
-        self.cache[script] = out
-        return out
+            )
+        return failure
+
+    def prefetch(self, scripts: Iterable[tuple[float, ...]], audit: bool = False) -> None:
+        """Make the calls of ``scripts`` not made yet together (``verify_scripted_many``: one
+        request to a worker instead of one per call); ``outcome`` then finds them made. Only
+        calls the enumeration is about to make are prefetched; each counts as a call (and as
+        an audit call when ``audit``), within ``max_calls``. A batch that fails as a whole is
+        dropped: ``outcome`` then makes those calls one by one and finds the one that fails.
+        """
+        todo = list(dict.fromkeys(
+            s for s in scripts if s not in self.cache and s not in self.failed
+        ))[: max(self.max_calls - self.calls, 0)]  # fmt: skip
+        if len(todo) < 2 or not self.batching:
+            return
+        rnd = self.rnd
+        sources = [self._source(script) for script in todo]
+        try:
+            results = self.impl.verify_scripted_many(
+                self.logits, list(rnd.draft_ids), self.draft_probs, self.params,
+                list(rnd.history), list(rnd.prompt), sources,
+            )
+        except Exception:  # the batch as a whole (see the docstring): no more batches
+            self.batching = False
+            return
+        if len(results) != len(todo):  # an adapter's bug: make the calls one by one instead
+            self.batching = False
+            return
+        self.calls += len(todo)
+        self.audit_calls += len(todo) if audit else 0
+        for script, source, result in zip(todo, sources, results, strict=True):
+            if isinstance(result, BaseException):
+                self.failed[script] = result
+            else:
+                self.cache[script] = (tuple(result[0]), source.drawn)
 
     # -- roles -------------------------------------------------------------------------------
 
@@ -679,13 +729,16 @@ class _Explorer:
         return [left, middle, right]
 
     def fits(self, prefix: tuple[float, ...], role: Role) -> bool:
-        for cell in role.cells:
-            points = self.probes(cell, role.kind)
-            if points is None:
-                return False
-            middle = self.outcome((*prefix, points[len(points) // 2]))
-            if any(self.outcome((*prefix, u)) != middle for u in points):
-                return False
+        cells = role.cells
+        for begin in range(0, len(cells), _FIT_CHUNK):
+            chunk = [self.probes(cell, role.kind) for cell in cells[begin : begin + _FIT_CHUNK]]
+            self.prefetch((*prefix, u) for points in chunk if points is not None for u in points)
+            for points in chunk:
+                if points is None:
+                    return False
+                middle = self.outcome((*prefix, points[len(points) // 2]))
+                if any(self.outcome((*prefix, u)) != middle for u in points):
+                    return False
         return True
 
     def bisect(self, script: Callable[[float], tuple[float, ...]], lo: float,
@@ -722,6 +775,7 @@ class _Explorer:
                     " the implementation's breakpoint there cannot be told from rounding",
                     script(float((cell.low + cell.high) / 2)),
                 )
+            self.prefetch(script(u) for u in points)
             outs = [self.outcome(script(u)) for u in points]
             split = next((k for k in range(len(outs) - 1) if outs[k] != outs[k + 1]), None)
             if split is None:
@@ -818,7 +872,18 @@ class _Explorer:
             self.located.extend(forced)
         self.boundaries += len(cells) - 1
         mids = [float((cell.low + cell.high) / 2) for cell in cells]
+        self.prefetch((*script, u) for u in mids)
         outs = [self.outcome((*script, u)) for u in mids]
+        children = [
+            (*path, Draw(role.name, role.kind, role.position, cell, middle))
+            for cell, middle in zip(cells, mids, strict=True)
+        ]
+        # the leaves among the children: their audits' calls together
+        self.prefetch(
+            (s for child, out in zip(children, outs, strict=True) if out[1] == j + 1
+             for s in self.audit_scripts(child)),
+            audit=True,
+        )  # fmt: skip
         if (
             len(cells) > 1 and not forced and role.kind in _CONTRACT_KINDS
             and any(outs[i] == outs[i + 1] for i in range(len(outs) - 1))
@@ -827,8 +892,8 @@ class _Explorer:
             # that does not is used some other way (the leaf audits check how)
             self.note(f"draw {j} ({role.name}): the outcome does not change across every "
                       "boundary of its cells")
-        for cell, middle in zip(cells, mids, strict=True):
-            self.explore((*path, Draw(role.name, role.kind, role.position, cell, middle)))
+        for child in children:
+            self.explore(child)
 
     def audit(self, path: tuple[Draw, ...], outcome: Outcome) -> None:
         """Star check at a leaf: moving any one draw to either guarded edge of its cell, the
@@ -840,12 +905,12 @@ class _Explorer:
         node, and restarts the exploration (every call is cached, so a restart is cheap).
         """
         uniforms = tuple(d.uniform for d in path)
+        self.prefetch(self.audit_scripts(path), audit=True)
         for j, draw in enumerate(path):
             kind = "unused" if draw.kind == "unused" else ""
-            points = self.probes(draw.cell, "")
+            points = self._edges(draw.cell)
             if points is None:  # pragma: no cover - cells this narrow never reach a leaf
                 continue
-            points = [points[0], points[-1]]  # both edges; the leaf itself is the midpoint
 
             def script(u: float, j: int = j) -> tuple[float, ...]:
                 return (*uniforms[:j], u, *uniforms[j + 1 :])
@@ -867,6 +932,21 @@ class _Explorer:
                 f"{', '.join(str(b.value) for b in found)}"
             )
             raise _Restart
+
+
+    def _edges(self, cell: Cell) -> list[float] | None:
+        """Both guarded edges of ``cell`` (a leaf audit's probes; the leaf is the midpoint)."""
+        points = self.probes(cell, "")
+        return None if points is None else [points[0], points[-1]]
+
+    def audit_scripts(self, path: tuple[Draw, ...]) -> list[tuple[float, ...]]:
+        """The calls of the leaf audit of ``path``: each draw at both edges of its cell."""
+        uniforms = tuple(d.uniform for d in path)
+        scripts = []
+        for j, draw in enumerate(path):
+            for u in self._edges(draw.cell) or ():
+                scripts.append((*uniforms[:j], u, *uniforms[j + 1 :]))
+        return scripts
 
 
 def _key(path: tuple[Draw, ...]) -> tuple[tuple[Fraction, Fraction], ...]:

@@ -114,6 +114,11 @@ class LossyImplementation:
         last = sampling_distribution(rows[len(draft_ids)], p, [*history, *kept], list(prompt))
         return [*kept, sample(last, rng)], len(kept)
 
+    def verify_scripted_many(self, *args: Any) -> list[Any]:
+        """Not batched: a rule runs in this process, where a batch saves nothing (the engine
+        then makes its calls one by one)."""
+        raise NotImplementedError("a lossy rule is called one call at a time")
+
     def sampling_distribution(
         self, logits: Row, p: Any, history: Sequence[int] = (), prompt: Sequence[int] = ()
     ) -> Row:

@@ -322,6 +322,10 @@ class _TreeExplorer(_Explorer):
         self.cache[script] = out
         return out
 
+    def prefetch(self, scripts: Iterable[tuple[float, ...]], audit: bool = False) -> None:
+        """Tree calls are made one by one (``verify_tree`` has no scripted batch; tree rounds
+        are small)."""
+
     def _catalogue(self) -> list[tuple[str, int]]:  # pragma: no cover - not used on trees
         return []
 

@@ -391,3 +391,36 @@ def test_hidden_rules_are_measured_exactly(name: str, V: int, m: int) -> None:
     threshold = F(1, 20) if name == "adv_evid" else F(1, 4)
     assert threshold in {b.value for b in e.located}
     assert any("changes the outcome when another draw differs" in n for n in e.notes)
+
+
+def test_batched_calls_prove_what_calls_one_by_one_prove() -> None:
+    """Through a worker the engine sends its calls in batches (``verify_scripted_many``); the
+    enumeration is the same, call for call, as one made call by call in process."""
+    rnd = Round(
+        tuple(tuple(F(w, 10) for w in row) for row in ((1, 2, 3, 4), (4, 3, 2, 1), (2, 2, 3, 3))),
+        (3, 0),
+        ((F(1, 10), F(1, 10), F(1, 10), F(7, 10)), (F(7, 10), F(1, 10), F(1, 10), F(1, 10))),
+    )
+    local = enumerate_round(load_implementation("reference", in_process=True), rnd)
+    impl = load_implementation("reference")
+    try:
+        batched = enumerate_round(impl, rnd)
+    finally:
+        impl.close()
+    assert local.status == batched.status == "complete"
+    assert batched.distribution == local.distribution
+    assert local.distribution == exact_verify(rnd.p_rows, rnd.draft_ids, rnd.q_rows)
+    assert (batched.calls, batched.audit_calls) == (local.calls, local.audit_calls)
+
+
+def test_a_crash_inside_a_batch_is_found_call_by_call() -> None:
+    """A worker that dies in a batch fails the batch as a whole; the engine then makes the
+    calls one by one and reports the one that crashed, with its uniforms."""
+    impl = load_implementation("python:tests.impls.crashes_near_one")
+    try:
+        e = enumerate_round(impl, SEED_ROUND)
+    finally:
+        impl.close()
+    assert e.status == "error"
+    assert "exit" in e.reason, e.reason
+    assert e.script[0] >= 0.999, e.script

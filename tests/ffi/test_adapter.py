@@ -267,3 +267,19 @@ def test_the_worker_imports_spec_verify_from_where_the_harness_did(rust_port, tm
         assert impl.pcg32_uniforms(42, 3) == [stream.random() for _ in range(3)]
     finally:
         impl.close()
+
+
+@pytest.mark.rust
+@pytest.mark.parametrize("limit", [None, 2])
+def test_a_scripted_batch_equals_the_calls_one_by_one(rust_port, limit):
+    from tests.adapters.test_scripted_many import _batched, _one_by_one, _round, _scripts
+
+    impl = load_implementation(f"ffi:{rust_port}")
+    local = load_implementation("reference", in_process=True)
+    try:
+        args, scripts = _round(), _scripts(600)  # more than one batch (512 calls)
+        want = _one_by_one(local, args, scripts, limit)
+        assert _one_by_one(impl, args, scripts, limit) == want
+        assert _batched(impl, args, scripts, limit) == want
+    finally:
+        impl.close()
