@@ -34,6 +34,7 @@ from typing import IO, Any
 
 from spec_verify.adapters._wire import WireError, send_message
 from spec_verify.errors import SpecVerifyError
+from spec_verify.mutants._cores import available_cores, pick_core
 
 __all__ = ["RunFailure", "RunOutcome", "RunPool", "RunRequest", "WorkerError"]
 
@@ -229,6 +230,8 @@ class RunPool:
         self._sampler_control: socket.socket | None = None  # jobs and socket ends to serve
         self._handover: socket.socket | None = None  # the suite's socket ends, to the worker
         self._compiled: set[tuple[str, str]] = set()  # texts the sampler's server compiled
+        self._cores = available_cores()
+        self._held: dict[str, int] = {}  # token -> the core of a run going on
 
     def __enter__(self) -> RunPool:
         self.root = Path(tempfile.mkdtemp(prefix="spec-verify-grade-", dir=scratch_dir()))
@@ -341,11 +344,15 @@ class RunPool:
         token = str(prepared.job["token"])
         if self._sampler_control is None or self._handover is None:
             raise WorkerError("the run pool is not started (use it as a context manager)")
+        # the run's two processes on one core, drawn afresh for each run (see _cores)
+        core = pick_core(self._cores, self._held.values())
+        prepared.job["cpu"] = core
         suite_end, sampler_end = socket.socketpair()
         try:
             with sampler_end:
                 socket.send_fds(self._sampler_control,
-                                [json.dumps({"op": "serve", "token": token}).encode()],
+                                [json.dumps({"op": "serve", "token": token,
+                                             "cpu": core}).encode()],
                                 [sampler_end.fileno()])
             # the tree goes in at the suite's end and comes out at the sampler's: the suite's
             # process receives an end whose incoming side holds only the sampler's replies
@@ -360,6 +367,8 @@ class RunPool:
             suite_end.close()
         self._send(prepared.job)
         self._runs[token] = prepared
+        if core is not None:
+            self._held[token] = core
         return token
 
     def _prepare(self, request: RunRequest) -> _Prepared:
@@ -394,6 +403,7 @@ class RunPool:
         reply = json.loads(line)
         token = str(reply["token"])
         prepared = self._runs.pop(token)
+        self._held.pop(token, None)
         run = prepared.run
         if self._sampler_control is not None:  # the run is over: so is its sampler
             with contextlib.suppress(OSError):

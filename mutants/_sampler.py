@@ -33,6 +33,8 @@ from collections.abc import Mapping
 from types import CodeType, ModuleType
 from typing import Any
 
+from ._cores import pin_to
+
 __all__ = ["ORIGIN", "PACKAGE", "describe", "main", "module_names", "precompile"]
 
 PACKAGE = "spec_verify.reference"
@@ -291,6 +293,7 @@ def main() -> int:
                 code = 0
                 try:
                     os.setpgid(0, 0)
+                    pin_to(request.get("cpu"))  # the core of its suite's process (_cores)
                     control.close()
                     signal.signal(signal.SIGTERM, signal.SIG_DFL)
                     serve(socket.socket(fileno=fds[0]))

@@ -45,6 +45,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ._cores import pin_to
+
 __all__ = ["main"]
 
 PACKAGE = "spec_verify.reference"
@@ -234,6 +236,7 @@ def _fork(job: dict[str, Any], private_fds: Sequence[int]) -> int:
     code = _INTERNAL_ERROR
     try:
         os.setpgid(0, 0)
+        pin_to(job.get("cpu"))  # the core its sampler's process runs on (see _cores)
         for fd in private_fds:
             os.close(fd)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
