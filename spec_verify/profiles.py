@@ -64,6 +64,11 @@ _CLAIMS: dict[tuple[str, str], tuple[Claim, str]] = {
         Claim.EFFICIENCY,
         "the acceptance rate against the optimum sum min(p, q) measures efficiency",
     ),
+    ("statistical", "tree.acceptance_b2_d2"): (
+        Claim.EFFICIENCY,
+        "how many tree nodes a round accepts measures efficiency: a lossless tree sampler may "
+        "accept less",
+    ),
     ("statistical", "sequence.two_drafts"): (
         Claim.EFFICIENCY,
         "a round's emitted tuple includes how many drafts were kept: a lossless sampler that "

@@ -263,6 +263,16 @@ def _ids(argument: str, values: Sequence[int] | NDArray[Any]) -> NDArray[np.int6
     return out
 
 
+def _same_bits(a: NDArray[Any], b: NDArray[Any]) -> bool:
+    """Whether two arrays hold the same bytes, compared in place (no copies: inputs of a
+    large vocabulary are megabytes, and every call checks each of them)."""
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if not (a.flags.c_contiguous and b.flags.c_contiguous):
+        return a.tobytes() == b.tobytes()
+    return bool(np.array_equal(a.reshape(-1).view(np.uint8), b.reshape(-1).view(np.uint8)))
+
+
 def _with_canary(n: int, dtype: Any, fill: Any) -> NDArray[Any]:
     buffer = np.empty(n + CANARY_WORDS, dtype=dtype)
     buffer[:] = fill
@@ -423,7 +433,7 @@ class Library:
     def _check_unchanged(
         self, call: str, argument: str, before: NDArray[Any], after: NDArray[Any]
     ) -> None:
-        if before.tobytes() != after.tobytes():  # bitwise: NaN payloads and -0.0 count too
+        if not _same_bits(before, after):  # bitwise: NaN payloads and -0.0 count too
             raise self._implementation_error(
                 call, f"modified its input {argument} (a const array in spec_verify.h)"
             )

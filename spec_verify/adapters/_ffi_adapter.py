@@ -60,6 +60,10 @@ __all__ = ["DEFAULT_TIMEOUT", "Call", "FfiImplementation", "Outcome", "load_ffi"
 DEFAULT_TIMEOUT = 10.0  # seconds of library time per call
 _BATCH_SECONDS_PER_CALL = 0.05  # added to a batch's time limit per call in it
 _SCRIPTS_PER_BATCH = 512  # verify_scripted_many calls per batch (the input crosses once)
+# A batch message's arrays at most (the wire refuses frames over 256 MB: a batch of large
+# calls goes as several messages) and how many arrays one message carries.
+_FRAME_BYTES = 64 << 20
+_FRAME_ARRAYS = 4096
 _START_TIMEOUT = 60.0  # a worker that is not ready by then is reported as hung at load
 
 # (method, kwargs, uniform source) -> (outcome "ok" | "err", value or exception, n_drawn)
@@ -284,6 +288,15 @@ class FfiImplementation(Implementation):
             ImplementationError: the worker crashed, hung or broke the protocol during the
                 batch (which call is unknown: run them one by one to find it).
         """
+        outcomes: list[Outcome] = []
+        for chunk in _frames(calls):  # a frame's arrays stay well under the wire's limit
+            outcomes += self._batch_frame(chunk, while_waiting, threads)
+        return outcomes
+
+    def _batch_frame(
+        self, calls: Sequence[Call], while_waiting: Callable[[], None] | None, threads: int
+    ) -> list[Outcome]:
+        """One batch message and its outcomes (``batch``)."""
         timeout = self.timeout + _BATCH_SECONDS_PER_CALL * len(calls)
         arrays = ArrayTable()  # an input shared by many calls crosses once
         encoded = [_encode_call(c, arrays) for c in calls]
@@ -509,6 +522,40 @@ class FfiImplementation(Implementation):
 
     def __repr__(self) -> str:
         return f"FfiImplementation({self.path!r})"
+
+
+def _frames(calls: Sequence[Call]) -> list[Sequence[Call]]:
+    """``calls`` cut into runs whose arrays (each array object counted once, as
+    ``ArrayTable`` sends it) add up to at most ``_FRAME_BYTES`` and ``_FRAME_ARRAYS``; a call
+    larger than that alone makes a frame of its own."""
+    frames: list[Sequence[Call]] = []
+    start, size, count = 0, 0, 0
+    seen: set[int] = set()
+    for end, call in enumerate(calls):
+        arrays = [a for a in _arrays_in(call) if id(a) not in seen]
+        added = sum(a.nbytes for a in arrays)
+        if end > start and (size + added > _FRAME_BYTES or count + len(arrays) > _FRAME_ARRAYS):
+            frames.append(calls[start:end])
+            start, size, count, seen = end, 0, 0, set()
+            arrays = list({id(a): a for a in _arrays_in(call)}.values())
+            added = sum(a.nbytes for a in arrays)
+        seen.update(id(a) for a in arrays)
+        size += added
+        count += len(arrays)
+    if start < len(calls):
+        frames.append(calls[start:])
+    return frames
+
+
+def _arrays_in(value: Any) -> list[NDArray[Any]]:
+    """The numpy arrays inside a call's arguments (dicts, lists and tuples walked)."""
+    if isinstance(value, np.ndarray):
+        return [value]
+    if isinstance(value, dict):
+        return [a for v in value.values() for a in _arrays_in(v)]
+    if isinstance(value, (list, tuple)):
+        return [a for v in value for a in _arrays_in(v)]
+    return []
 
 
 def _scripted_source(source: ScriptedUniforms) -> tuple[Any, ...]:

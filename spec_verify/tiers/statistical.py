@@ -71,6 +71,7 @@ __all__ = [
     "SequenceCheck",
     "StatisticalCheck",
     "StatisticalPlan",
+    "TreeAcceptanceCheck",
     "TreeCheck",
     "check_names",
     "plan_statistical_tier",
@@ -464,16 +465,24 @@ class TreeCheck(StatisticalCheck):
         return paths
 
     @cached_property
-    def _law(self) -> dict[Sample, float]:
-        from spec_verify.reference.tree_exact import exact_tree_round, exact_tree_verify, extend_to
+    def _round_law(self) -> dict[tuple[int, ...], Fraction]:
+        """The exact law of one round's emitted ids (the reference's Fraction path)."""
+        from spec_verify.reference.tree_exact import exact_tree_round, exact_tree_verify
 
         target, draft = self._tables
         if self.tokens is None:
-            law = exact_tree_round(target.__getitem__, draft.__getitem__, (), self.shape, self.rule)
-        else:
-            rows = [target[prefix] for prefix in self._prefixes(self.tokens)]
-            law = exact_tree_verify(rows, self._parents, self.tokens, None, self.rule)
-        full = extend_to(law, target.__getitem__, (), self.length)
+            return dict(exact_tree_round(
+                target.__getitem__, draft.__getitem__, (), self.shape, self.rule
+            ))  # fmt: skip
+        rows = [target[prefix] for prefix in self._prefixes(self.tokens)]
+        return dict(exact_tree_verify(rows, self._parents, self.tokens, None, self.rule))
+
+    @cached_property
+    def _law(self) -> dict[Sample, float]:
+        from spec_verify.reference.tree_exact import extend_to
+
+        target, _ = self._tables
+        full = extend_to(self._round_law, target.__getitem__, (), self.length)
         return {seq: float(prob) for seq, prob in sorted(full.items()) if prob}
 
     def probabilities(self) -> dict[Sample, float]:
@@ -481,6 +490,16 @@ class TreeCheck(StatisticalCheck):
 
     def label(self, outcome: Sample) -> str:
         return " ".join(str(t) for t in outcome)  # type: ignore[attr-defined]
+
+    def _outcome(
+        self, emitted: Sequence[int], tail: NDArray[np.float64],
+        cdfs: Mapping[tuple[int, ...], NDArray[np.float64]],
+    ) -> Sample:
+        """The round's emitted ids continued with the target's own draws to ``length``."""
+        out = tuple(int(t) for t in emitted)
+        for j in range(len(out), self.length):
+            out = (*out, _pick(cdfs[out], float(tail[j])))
+        return out[: self.length]
 
     def _draw_tokens(self, u: NDArray[np.float64]) -> list[int]:
         """The draft tree's tokens from one row of harness uniforms (one per node)."""
@@ -531,10 +550,7 @@ class TreeCheck(StatisticalCheck):
             return rows, tokens, q_rows
 
         def finish(emitted: Sequence[int], tail: NDArray[np.float64]) -> Sample:
-            out = tuple(int(t) for t in emitted)
-            for j in range(len(out), self.length):  # the target's own continuation
-                out = (*out, _pick(cdfs[out], float(tail[j])))
-            return out[: self.length]
+            return self._outcome(emitted, tail, cdfs)
 
         def verified(requests: list[tuple[Any, list[int], Any]]) -> list[list[int]]:
             if batched is None:
@@ -566,6 +582,31 @@ class TreeCheck(StatisticalCheck):
             return [finish(e, tail[k]) for k, e in enumerate(emitted)]
 
         return _Sampler(draw)
+
+
+@dataclass(frozen=True)
+class TreeAcceptanceCheck(TreeCheck):
+    """How many draft nodes a tree round accepts follows the reference's exact law: an
+    efficiency check (``spec_verify.profiles``). A lossless tree sampler that accepts less
+    than the rule (one that always rejects and samples the target's root row, say) passes
+    every law check and fails this one. The round is ``TreeCheck``'s; the outcome is
+    ``len(emitted_ids) - 1``, the accepted path's length."""
+
+    @cached_property
+    def _law(self) -> dict[Sample, float]:
+        law: dict[int, Fraction] = {}
+        for emitted, prob in self._round_law.items():
+            law[len(emitted) - 1] = law.get(len(emitted) - 1, F(0)) + prob
+        return {accepted: float(prob) for accepted, prob in sorted(law.items()) if prob}
+
+    def label(self, outcome: Sample) -> str:
+        return f"{outcome} accepted"
+
+    def _outcome(
+        self, emitted: Sequence[int], tail: NDArray[np.float64],
+        cdfs: Mapping[tuple[int, ...], NDArray[np.float64]],
+    ) -> Sample:
+        return len(emitted) - 1
 
 
 def _guarded(impl: Implementation, call: str, fn: Callable[..., T], *args: Any) -> T:
@@ -674,6 +715,16 @@ STATISTICAL_CHECKS: tuple[StatisticalCheck, ...] = (
         table_seed=24,
         length=3,
         tokens=(1, 1, 0, 2, 2),
+    ),
+    TreeAcceptanceCheck(
+        "tree.acceptance_b2_d2",
+        "how many nodes a round of a sampled tree (two children per node, depth 2) accepts "
+        "follows the rule's exact law (efficiency: a lossless sampler that accepts less fails)",
+        shape=(((), ()), ((), ())),
+        rule="with_replacement",
+        vocab_size=3,
+        table_seed=25,
+        length=1,
     ),
     GenerationCheck(
         "generation.model_draft",

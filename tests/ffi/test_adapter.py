@@ -283,3 +283,38 @@ def test_a_scripted_batch_equals_the_calls_one_by_one(rust_port, limit):
         assert _batched(impl, args, scripts, limit) == want
     finally:
         impl.close()
+
+
+def test_a_batch_is_cut_into_frames_under_the_wires_limit():
+    from spec_verify.adapters._ffi_adapter import _frames
+
+    big = np.zeros((5, 1_000_000))  # 40 MB: two fit in a 64 MB frame only when they are one
+    calls = [("verify_draft", {"t": big}, None)] * 3 + [
+        ("verify_draft", {"t": np.zeros((5, 1_000_000)), "q": np.zeros(2)}, None),
+        ("verify_draft", {"t": np.zeros((5, 1_000_000))}, None),
+    ]
+    assert [len(f) for f in _frames(calls)] == [3, 1, 1]
+    many = [("pcg32_u32", {"x": np.zeros(2)}, None) for _ in range(5000)]
+    assert [len(f) for f in _frames(many)] == [4096, 904]  # at most 4,096 arrays a frame
+    assert _frames([]) == []
+
+
+@pytest.mark.rust
+def test_a_batch_in_several_frames_answers_as_one(rust_port, monkeypatch):
+    import spec_verify.adapters._ffi_adapter as adapter
+
+    impl = load_implementation(f"ffi:{rust_port}")
+    try:
+        rng = np.random.default_rng(4)
+        calls = []
+        for seed in range(12):
+            logits = rng.normal(size=(3, 50))
+            probs = np.exp(logits[:2]) / np.exp(logits[:2]).sum(axis=1, keepdims=True)
+            calls.append(impl.verify_call(logits, [1, 2], probs, SamplingParams(), [], [],
+                                          ("seed", seed)))
+        whole = impl.batch(calls)
+        monkeypatch.setattr(adapter, "_FRAME_BYTES", 3000)  # about two calls per frame
+        assert len(adapter._frames(calls)) >= 5
+        assert impl.batch(calls) == whole
+    finally:
+        impl.close()

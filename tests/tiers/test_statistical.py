@@ -67,6 +67,7 @@ def test_check_names_are_stable() -> None:
         "tree.b1_d5_chain",
         "tree.b2_d4_without_replacement",
         "tree.b3_d2_deterministic_repeats",
+        "tree.acceptance_b2_d2",
         "generation.model_draft",
         "generation.prompt_lookup_penalties",
     ]
@@ -218,9 +219,9 @@ def test_the_reference_passes_the_default_gate(reference_results: dict[str, Any]
 
 
 def test_the_default_gate_plans_a_bounded_number_of_draws() -> None:
-    """About 106,000 draws (40,000 of them tree rounds): 22 s for the reference on one core
-    (docs/calibration.md)."""
-    assert plan_statistical_tier(None).total_samples() < 110_000
+    """About 113,000 draws (48,000 of them tree rounds, 6,400 of those for the efficiency
+    check): 22 s for the reference on one core before the tree checks (docs/calibration.md)."""
+    assert plan_statistical_tier(None).total_samples() < 115_000
 
 
 def test_same_seed_same_run_and_another_seed_another(reference: Any) -> None:

@@ -24,10 +24,18 @@ from spec_verify.reference.tree_exact import (
 )
 from spec_verify.results import Status
 from spec_verify.runner import run_checks
-from spec_verify.tiers.statistical import STATISTICAL_CHECKS, TreeCheck, run_statistical_tier
+from spec_verify.tiers.statistical import (
+    STATISTICAL_CHECKS,
+    TreeAcceptanceCheck,
+    TreeCheck,
+    run_statistical_tier,
+)
 
-TREE_CHECKS = [c for c in STATISTICAL_CHECKS if isinstance(c, TreeCheck)]
+# the law checks (the efficiency check is a TreeCheck too: it measures the same round)
+TREE_CHECKS = [c for c in STATISTICAL_CHECKS
+               if isinstance(c, TreeCheck) and not isinstance(c, TreeAcceptanceCheck)]
 TREE_NAMES = [c.name for c in TREE_CHECKS]
+ACCEPTANCE = next(c for c in STATISTICAL_CHECKS if isinstance(c, TreeAcceptanceCheck))
 QUICK = 0.1  # delta of the runs below: 2,000 to 3,200 draws per check; the seed is fixed
 
 
@@ -87,11 +95,46 @@ def test_the_harness_draws_siblings_as_the_rule_says() -> None:
     assert fixed.tokens == (1, 1, 0, 2, 2)  # siblings repeat a token
 
 
-def _trees(spec: str) -> list[Any]:
+def _trees(spec: str, names: list[str] = TREE_NAMES) -> list[Any]:
     """The tree checks at delta 0.1, the implementation in this process (one call per tree
     round: a worker would cost a round trip each)."""
-    return run_statistical_tier(load_implementation(spec, in_process=True), checks=TREE_NAMES,
+    return run_statistical_tier(load_implementation(spec, in_process=True), checks=names,
                                 delta=QUICK)
+
+
+# ---- efficiency: how much a round accepts --------------------------------------------------
+
+
+def test_the_acceptance_law_is_the_rules_averaged_over_every_drafted_tree() -> None:
+    """An independent path to the same law: every drafted tree (children i.i.d. from their
+    parent's draft row) weighted by its probability, each verified exactly."""
+    check = ACCEPTANCE
+    assert claim_of("statistical", check.name) is Claim.EFFICIENCY
+    target, draft = check._tables
+    parents = check._parents
+    law: dict[int, Fraction] = {}
+    for tokens in itertools.product(range(check.vocab_size), repeat=len(parents)):
+        paths = check._prefixes(tokens)
+        weight = Fraction(1)
+        for node, parent in enumerate(parents):
+            weight *= draft[paths[parent + 1]][tokens[node]]
+        if not weight:
+            continue
+        rows = [target[path] for path in paths]
+        q_rows = [draft.get(path) for path in paths]
+        for emitted, prob in exact_tree_verify(rows, parents, tokens, q_rows,
+                                               check.rule).items():
+            law[len(emitted) - 1] = law.get(len(emitted) - 1, Fraction(0)) + weight * prob
+    assert sum(law.values()) == 1
+    assert check.probabilities() == {k: float(v) for k, v in sorted(law.items()) if v}
+
+
+def test_a_lossless_sampler_that_accepts_nothing_fails_only_the_efficiency_check() -> None:
+    names = [*TREE_NAMES, ACCEPTANCE.name]
+    assert all(r.status is Status.PASSED for r in _trees("reference", names))
+    results = {r.name: r for r in _trees("python:tests.impls.own_tree_never_accepts", names)}
+    assert results[ACCEPTANCE.name].status is Status.FAILED
+    assert all(results[name].status is Status.PASSED for name in TREE_NAMES), results
 
 
 def test_a_tree_mutant_fails_the_checks_the_reference_passes() -> None:
