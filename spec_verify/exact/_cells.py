@@ -619,7 +619,8 @@ class _Explorer:
         request to a worker instead of one per call); ``outcome`` then finds them made. Only
         calls the enumeration is about to make are prefetched; each counts as a call (and as
         an audit call when ``audit``), within ``max_calls``. A batch that fails as a whole is
-        dropped: ``outcome`` then makes those calls one by one and finds the one that fails.
+        dropped, and with it batching for this round: ``outcome`` then makes the calls one by
+        one and finds the one that fails.
         """
         todo = list(dict.fromkeys(
             s for s in scripts if s not in self.cache and s not in self.failed
