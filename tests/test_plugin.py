@@ -271,7 +271,7 @@ def test_builtin_statistics_fail_on_the_planted_bug_naming_the_check(
         "--spec-delta=0.3",
         "--spec-sequential",
         "-k",
-        "first_token or acceptance",
+        "first_token or acceptance_rate",
         *QUICK,
     )
     result.assert_outcomes(failed=5)
