@@ -24,10 +24,20 @@ spec_verify.uniforms.DrewPastScript: drew uniform #2; the script allows 1 here
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TypeVar
 
-__all__ = ["CountingUniforms", "DrewPastScript", "NoDraws", "ScriptedUniforms", "TooManyDraws"]
+__all__ = [
+    "CountingUniforms",
+    "DrewPastScript",
+    "NoDraws",
+    "ScriptedUniforms",
+    "TooManyDraws",
+    "results_or_raised",
+]
+
+T = TypeVar("T")
+Item = TypeVar("Item")
 
 
 class DrewPastScript(AssertionError):
@@ -64,8 +74,29 @@ class ScriptedUniforms:
             )
         return self.then
 
+    def as_data(self) -> list[Any]:
+        """Its state as data, ``[script, then, limit, drawn]``: how a worker is sent it (one
+        round trip for the call instead of one per draw)."""
+        return [[float(u) for u in self.script], self.then, self.limit, self.drawn]
+
     def __repr__(self) -> str:
         return f"ScriptedUniforms({list(self.script)!r}, then={self.then!r}, drawn={self.drawn})"
+
+
+def results_or_raised(call: Callable[[Item], T], items: Iterable[Item]) -> list[T | BaseException]:
+    """``call(item)`` for each item, in order: its value, or the exception it raised
+    (``TooManyDraws`` included: a batch of scripted calls reports each call's own end).
+
+    >>> results_or_raised(lambda x: 1 / x, [1, 0])
+    [1.0, ZeroDivisionError('division by zero')]
+    """
+    out: list[T | BaseException] = []
+    for item in items:
+        try:
+            out.append(call(item))
+        except (Exception, TooManyDraws) as exc:
+            out.append(exc)
+    return out
 
 
 class CountingUniforms:

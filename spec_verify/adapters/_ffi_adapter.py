@@ -53,7 +53,7 @@ from spec_verify.errors import (
 )
 from spec_verify.reference.pcg32 import Pcg32
 from spec_verify.reference.sampling import SamplingParams
-from spec_verify.uniforms import ScriptedUniforms, TooManyDraws
+from spec_verify.uniforms import ScriptedUniforms, TooManyDraws, results_or_raised
 
 __all__ = ["DEFAULT_TIMEOUT", "Call", "FfiImplementation", "Outcome", "load_ffi"]
 
@@ -364,14 +364,11 @@ class FfiImplementation(Implementation):
             target_logits, draft_ids, draft_probs, p, history, prompt, None
         )
         greedy = kwargs["params"][0] == 0.0
-        has_source = rng is not None and callable(getattr(rng, "random", None))
-        if not has_source:  # the library validates first; its first draw is then the error
-            source = ("forbid",) if greedy else ("missing",)
-            forbidden = self._call("verify_draft", kwargs, source)
-            return check_verify_result(
-                self.name, forbidden, len(draft_ids), np.shape(target_logits)[-1]
-            )
-        result = self._call_with_source("verify_draft", kwargs, rng, 2 * len(draft_ids) + 1)
+        if rng is None or not callable(getattr(rng, "random", None)):
+            # the library validates first; its first draw is then the error
+            result = self._call("verify_draft", kwargs, ("forbid",) if greedy else ("missing",))
+        else:
+            result = self._call_with_source("verify_draft", kwargs, rng, 2 * len(draft_ids) + 1)
         return check_verify_result(self.name, result, len(draft_ids), np.shape(target_logits)[-1])
 
     def verify_scripted_many(
@@ -394,13 +391,15 @@ class FfiImplementation(Implementation):
         for begin in range(0, len(sources), _SCRIPTS_PER_BATCH):
             chunk = sources[begin : begin + _SCRIPTS_PER_BATCH]
             calls = [("verify_draft", kwargs, _scripted_source(s)) for s in chunk]
-            for source, (outcome, value, drawn) in zip(chunk, self.batch(calls), strict=True):
+            outcomes = self.batch(calls)
+            for source, (_, _, drawn) in zip(chunk, outcomes, strict=True):
                 source.drawn += drawn
-                try:
-                    found = self._value_of("verify_draft", outcome, value, [])
-                    results.append(check_verify_result(self.name, found, m, V))
-                except (Exception, TooManyDraws) as exc:
-                    results.append(exc)
+            results += results_or_raised(
+                lambda outcome: check_verify_result(
+                    self.name, self._value_of("verify_draft", outcome[0], outcome[1], []), m, V
+                ),
+                outcomes,
+            )
         return results
 
     def _call_with_source(
@@ -529,19 +528,16 @@ def _frames(calls: Sequence[Call]) -> list[Sequence[Call]]:
     ``ArrayTable`` sends it) add up to at most ``_FRAME_BYTES`` and ``_FRAME_ARRAYS``; a call
     larger than that alone makes a frame of its own."""
     frames: list[Sequence[Call]] = []
-    start, size, count = 0, 0, 0
-    seen: set[int] = set()
+    start = 0
+    held: dict[int, int] = {}  # id -> bytes of the arrays in the frame being filled
     for end, call in enumerate(calls):
-        arrays = [a for a in _arrays_in(call) if id(a) not in seen]
-        added = sum(a.nbytes for a in arrays)
-        if end > start and (size + added > _FRAME_BYTES or count + len(arrays) > _FRAME_ARRAYS):
+        new = {id(a): a.nbytes for a in _arrays_in(call) if id(a) not in held}
+        if end > start and (sum(held.values()) + sum(new.values()) > _FRAME_BYTES
+                            or len(held) + len(new) > _FRAME_ARRAYS):
             frames.append(calls[start:end])
-            start, size, count, seen = end, 0, 0, set()
-            arrays = list({id(a): a for a in _arrays_in(call)}.values())
-            added = sum(a.nbytes for a in arrays)
-        seen.update(id(a) for a in arrays)
-        size += added
-        count += len(arrays)
+            start, held = end, {}
+            new = {id(a): a.nbytes for a in _arrays_in(call)}
+        held.update(new)
     if start < len(calls):
         frames.append(calls[start:])
     return frames
@@ -560,8 +556,7 @@ def _arrays_in(value: Any) -> list[NDArray[Any]]:
 
 def _scripted_source(source: ScriptedUniforms) -> tuple[Any, ...]:
     """A ``ScriptedUniforms`` as the worker's ``scripted`` source (its state as data)."""
-    return ("scripted", [float(u) for u in source.script], source.then, source.limit,
-            source.drawn)
+    return ("scripted", *source.as_data())
 
 
 def _close_worker(holder: list[WorkerProcess | None]) -> None:

@@ -32,7 +32,7 @@ from spec_verify.errors import (
     InvalidArgument,
     UnknownImplementation,
 )
-from spec_verify.uniforms import ScriptedUniforms, TooManyDraws
+from spec_verify.uniforms import ScriptedUniforms, results_or_raised
 
 T = TypeVar("T")
 
@@ -214,15 +214,12 @@ class Implementation(abc.ABC):
                 the protocol), so which call did it is unknown: make the calls one by one.
             BudgetExhausted: the run's budget ran out.
         """
-        results: list[ScriptedResult] = []
-        for source in sources:
-            try:
-                results.append(self.verify_draft(
-                    target_logits, draft_ids, draft_probs, p, history, source, prompt
-                ))
-            except (Exception, TooManyDraws) as exc:
-                results.append(exc)
-        return results
+        return results_or_raised(
+            lambda source: self.verify_draft(
+                target_logits, draft_ids, draft_probs, p, history, source, prompt
+            ),
+            sources,
+        )
 
     def verify_tree_many(
         self, rounds: Sequence[TreeRound], p: Any, rng: Any, rule: str = "with_replacement"

@@ -56,7 +56,7 @@ from spec_verify.errors import (
     InvalidArgument,
     UnknownImplementation,
 )
-from spec_verify.uniforms import DrewPastScript, ScriptedUniforms, TooManyDraws
+from spec_verify.uniforms import DrewPastScript, ScriptedUniforms, TooManyDraws, results_or_raised
 
 __all__ = ["DEFAULT_CALL_TIMEOUT", "WorkerImplementation"]
 
@@ -335,7 +335,7 @@ class WorkerImplementation(Implementation):
         with self._limit(method, self.timeout):
             answer = call_method(
                 self.toolbox, "call_scripted", self.module, method, sent, kwargs, slot,
-                _script_data(source),
+                source.as_data(),
             )
         return self._scripted_answer(method, answer, source)
 
@@ -383,19 +383,19 @@ class WorkerImplementation(Implementation):
             with self._limit("verify_draft", limit):
                 raw = call_method(
                     self.toolbox, "verify_scripted", self.module, args,
-                    [_script_data(s) for s in chunk],
+                    [s.as_data() for s in chunk],
                 )  # fmt: skip
             if not isinstance(raw, list) or len(raw) != len(chunk):
                 raise ImplementationError(
                     self.name, "verify_draft", f"its worker answered {len(chunk)} scripted "
                     f"calls with {raw!r:.100}",
                 )  # fmt: skip
-            for source, reply in zip(chunk, raw, strict=True):
-                try:
-                    value = self._scripted_answer("verify_draft", reply, source)
-                    results.append(check_verify_result(self.name, value, m, V))
-                except (Exception, TooManyDraws) as exc:
-                    results.append(exc)
+            results += results_or_raised(
+                lambda pair: check_verify_result(
+                    self.name, self._scripted_answer("verify_draft", pair[1], pair[0]), m, V
+                ),
+                zip(chunk, raw, strict=True),
+            )
         return results
 
     def verify_many(
@@ -559,11 +559,6 @@ class WorkerImplementation(Implementation):
 
     def __repr__(self) -> str:
         return f"WorkerImplementation({self.name!r})"
-
-
-def _script_data(source: ScriptedUniforms) -> list[Any]:
-    """A scripted source as the worker rebuilds it: ``[script, then, limit, drawn]``."""
-    return [list(source.script), source.then, source.limit, source.drawn]
 
 
 def _close_session(holder: list[_Session | None]) -> None:

@@ -35,6 +35,7 @@ from numpy.typing import NDArray
 
 from spec_verify.errors import InvalidArgument
 from spec_verify.exact._cells import Dist, Round, check_dist, enumerate_round, format_fraction
+from spec_verify.uniforms import results_or_raised
 
 if TYPE_CHECKING:  # the engine takes any implementation; it imports no adapter
     from spec_verify.adapters import Implementation
@@ -114,10 +115,17 @@ class LossyImplementation:
         last = sampling_distribution(rows[len(draft_ids)], p, [*history, *kept], list(prompt))
         return [*kept, sample(last, rng)], len(kept)
 
-    def verify_scripted_many(self, *args: Any) -> list[Any]:
-        """Not batched: a rule runs in this process, where a batch saves nothing (the engine
-        then makes its calls one by one)."""
-        raise NotImplementedError("a lossy rule is called one call at a time")
+    def verify_scripted_many(
+        self, target_logits: Row, draft_ids: Sequence[int], draft_probs: Row | None, p: Any,
+        history: Sequence[int], prompt: Sequence[int], sources: Sequence[Any],
+    ) -> list[Any]:
+        """``verify_draft`` once per scripted source, each its result or what it raised."""
+        return results_or_raised(
+            lambda source: self.verify_draft(
+                target_logits, draft_ids, draft_probs, p, history, source, prompt
+            ),
+            sources,
+        )
 
     def sampling_distribution(
         self, logits: Row, p: Any, history: Sequence[int] = (), prompt: Sequence[int] = ()
