@@ -54,6 +54,19 @@ __all__ = [
 
 
 
+def result_blocks(result: CheckResult, profile: Profile, allow_not_provable: bool) -> bool:
+    """Whether ``result`` keeps a run under ``profile`` from passing (``CheckReport.blocks``
+    says the rule; ``run_checks(fail_fast=True)`` stops on the first such result)."""
+    if result.status is Status.NOT_APPLICABLE:
+        return False
+    lossless = profile is Profile.LOSSLESS
+    if lossless and claim_of(result.tier, result.name) is Claim.EFFICIENCY:
+        return False
+    if result.status is Status.NOT_PROVABLE:
+        return not (allow_not_provable or lossless)
+    return not result.status.ok
+
+
 _GATE = ("contract", "calls")  # a crash on the first minimal calls skips the later tiers
 
 
@@ -111,14 +124,7 @@ class CheckReport:
         shows it). Under the lossless profile an efficiency check (``profiles.Claim``) never
         blocks. The summary, the exit code, JSON and JUnit all read this.
         """
-        if result.status is Status.NOT_APPLICABLE:
-            return False
-        lossless = self.profile is Profile.LOSSLESS
-        if lossless and claim_of(result.tier, result.name) is Claim.EFFICIENCY:
-            return False
-        if result.status is Status.NOT_PROVABLE:
-            return not (self.allow_not_provable or lossless)
-        return not result.status.ok
+        return result_blocks(result, self.profile, self.allow_not_provable)
 
     def law_checks_passed(self) -> bool:
         """Whether the run fails only on conformance (and efficiency) checks, every law check
@@ -244,6 +250,7 @@ def run_checks(
     capabilities: Mapping[str, bool] | None = None,
     in_process: bool = False,
     budget: float | None = None,
+    fail_fast: bool = False,
 ) -> CheckReport:
     """Run the gate on ``impl`` (a spec string or a loaded implementation).
 
@@ -269,6 +276,8 @@ def run_checks(
         capabilities: overrides of what the implementation declares or the adapter detected,
             ``{name: offered}`` over ``CAPABILITIES`` (the CLI's ``--capability`` and
             ``--no-capability``).
+        fail_fast: stop after the first tier with a result that blocks the run; the tiers
+            after it are SKIPPED, naming that result. It can only shorten a run that fails.
 
     Returns:
         A ``CheckReport``; ``report.passed`` is the verdict.
@@ -330,7 +339,7 @@ def run_checks(
         options["case_seed"] = case_seed
     results: list[CheckResult] = []
     tier_seconds: dict[str, float] = {}
-    gate_failure: CheckResult | None = None
+    stopped_by: str | None = None  # why the tiers from here on are not run
     try:
         for spec in TIERS:
             if spec.name not in wanted:
@@ -347,16 +356,8 @@ def run_checks(
                     )
                 )
                 continue
-            if gate_failure is not None:
-                results.append(
-                    CheckResult(
-                        spec.name,
-                        "all",
-                        Status.SKIPPED,
-                        f"not run: {gate_failure.tier}/{gate_failure.name} failed (the "
-                        "implementation fails on minimal calls)",
-                    )
-                )
+            if stopped_by is not None:
+                results.append(CheckResult(spec.name, "all", Status.SKIPPED, stopped_by))
                 continue
             reason = not_applicable_reason(spec.name, "*", profile, offered)
             if reason is not None:
@@ -390,8 +391,15 @@ def run_checks(
                         ),
                     )
                 results.append(result)
+                if stopped_by is not None:
+                    continue
                 if (result.tier, result.name) == _GATE and not result.status.ok:
-                    gate_failure = result
+                    stopped_by = (
+                        f"not run: {result.tier}/{result.name} failed (the implementation "
+                        "fails on minimal calls)"
+                    )
+                elif fail_fast and result_blocks(result, profile, allow_not_provable):
+                    stopped_by = f"not run: --fail-fast, and {result.tier}/{result.name} failed"
             tier_seconds[spec.name] = time.perf_counter() - tier_start
     finally:
         loaded.budget_deadline = loaded.budget = None

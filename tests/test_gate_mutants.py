@@ -1,15 +1,19 @@
 """The gate rejects every mutant of the catalogue, naming a tier that catches it.
 
-Each mutant runs the one tier that catches it cheapest (the full gate on all of them is the slow
-test below). The clean reference passes the same tiers: the negative control.
+Each mutant runs the one tier that catches it cheapest; the slow tests run the whole gate on
+each (with --fail-fast) and on one mutant to its end. The clean reference passes the same
+tiers: the negative control.
 """
 
 from __future__ import annotations
+
+import json
 
 import pytest
 
 from spec_verify.cli import main
 from spec_verify.mutants.catalogue import CATALOGUE
+from spec_verify.tiers import TIER_NAMES
 
 TIER_BY_MUTANT = {
     "s01": "exact", "s02": "exact", "s03": "exact", "s04": "parity", "s05": "greedy",
@@ -45,5 +49,30 @@ def test_the_gate_rejects_the_mutant(mutant, tier, capsys):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("mutant", sorted(TIER_BY_MUTANT))
-def test_the_full_gate_rejects_the_mutant(mutant, capsys):
-    assert main(["check", "--impl", f"mutant:{mutant}", "--quick", "--no-progress"]) == 1
+def test_the_full_gate_rejects_the_mutant(mutant, capsys, tmp_path):
+    """The whole gate in its order, one worker for every tier, with --fail-fast: it stops at
+    the first tier that fails (most mutants break the contract's shapes already)."""
+    report = tmp_path / "r.json"
+    code = main(["check", "--impl", f"mutant:{mutant}", "--quick", "--no-progress", "-x",
+                 "--json", str(report)])  # fmt: skip
+    assert code == 1, capsys.readouterr().out
+    results = json.loads(report.read_text())["results"]
+    failed = [r for r in results if r["status"] in ("failed", "error")]
+    assert failed
+    skipped = {r["tier"] for r in results if r["message"].startswith("not run: --fail-fast")}
+    ran = {r["tier"] for r in results} - skipped
+    assert {r["tier"] for r in failed} == {max(ran, key=TIER_NAMES.index)}
+
+
+@pytest.mark.slow
+def test_the_whole_gate_runs_to_its_end_on_a_mutant(capsys, tmp_path):
+    """Without --fail-fast every tier runs on a mutant that fails all but one of them, and
+    each says so (the harness keeps going; the FFI gate tests do the same for a port)."""
+    report = tmp_path / "r.json"
+    code = main(["check", "--impl", "mutant:s20", "--quick", "--no-progress",
+                 "--json", str(report)])  # fmt: skip
+    assert code == 1
+    results = json.loads(report.read_text())["results"]
+    assert not [r for r in results if r["status"] == "skipped"]
+    failing = {r["tier"] for r in results if r["status"] in ("failed", "error")}
+    assert failing == set(TIER_NAMES) - {"greedy"}  # s20 samples wrongly; argmax is right

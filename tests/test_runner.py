@@ -85,6 +85,64 @@ def test_a_tier_that_checks_nothing_is_an_error_not_a_pass(monkeypatch):
     assert not report.passed
 
 
+def test_fail_fast_stops_after_the_first_failing_tier():
+    # s05 keeps the contract's shapes and fails the greedy tier (test_gate_mutants)
+    tiers = ["contract", "greedy", "exact", "generation"]
+    full = run_checks("mutant:s05", tiers=tiers, quick=True)
+    fast = run_checks("mutant:s05", tiers=tiers, quick=True, fail_fast=True)
+    first = next(r for r in full.results if full.blocks(r))
+    assert first.tier == "greedy"
+    assert not fast.passed and fast.exit_code == full.exit_code
+
+    def outcomes(report, wanted):
+        return [(r.tier, r.name, r.status) for r in report.results if r.tier in wanted]
+
+    ran = tiers[: tiers.index(first.tier) + 1]
+    assert outcomes(fast, ran) == outcomes(full, ran)  # the tiers that ran: as in a full run
+    skipped = [r for r in fast.results if r.tier not in ran]
+    assert [r.tier for r in skipped] == tiers[len(ran):]
+    for result in skipped:
+        assert (result.name, result.status) == ("all", Status.SKIPPED)
+        assert result.message == f"not run: --fail-fast, and {first.tier}/{first.name} failed"
+
+
+def test_fail_fast_changes_nothing_on_a_passing_run():
+    tiers = ["contract", "greedy", "generation"]
+    report = run_checks("reference", tiers=tiers, quick=True, fail_fast=True)
+    assert report.passed
+    assert {r.tier for r in report.results} == set(tiers)
+    assert not any(r.status is Status.SKIPPED for r in report.results)
+
+
+def test_fail_fast_follows_the_verdict_rule_of_the_profile(monkeypatch):
+    """An efficiency check that fails a lossless run does not block it, so it does not stop
+    it either; the same result under the conformance profile does."""
+    from spec_verify import profiles
+
+    def slow_acceptor(impl, **options):
+        return [CheckResult("greedy", "planted_efficiency", Status.FAILED, "accepts less")]
+
+    real = runner.resolve_entry_point
+    monkeypatch.setattr(
+        runner, "resolve_entry_point",
+        lambda spec: slow_acceptor if spec.name == "greedy" else real(spec),
+    )  # fmt: skip
+    monkeypatch.setattr(
+        runner, "claim_of",
+        lambda tier, name: profiles.Claim.EFFICIENCY if name == "planted_efficiency"
+        else profiles.claim_of(tier, name),
+    )  # fmt: skip
+    tiers = ["contract", "greedy", "generation"]
+    lossless = run_checks("reference", tiers=tiers, quick=True, fail_fast=True, profile="lossless")
+    assert lossless.passed
+    assert any(r.tier == "generation" and r.status is Status.PASSED for r in lossless.results)
+    conformance = run_checks("reference", tiers=tiers, quick=True, fail_fast=True)
+    assert not conformance.passed
+    [stopped] = [r for r in conformance.results if r.tier == "generation"]
+    assert stopped.status is Status.SKIPPED
+    assert stopped.message == "not run: --fail-fast, and greedy/planted_efficiency failed"
+
+
 @pytest.mark.parametrize(
     ("kwargs", "command"),
     [

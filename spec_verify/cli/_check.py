@@ -79,6 +79,13 @@ def register(subparsers: Any) -> None:
         help="seconds for the whole run; checks not finished by then are ERROR (budget "
         "exhausted) and the run fails (default: 3600, 900 with --quick)",
     )
+    parser.add_argument(
+        "-x",
+        "--fail-fast",
+        action="store_true",
+        help="stop after the first tier with a failed check (the later tiers are reported as "
+        "skipped); a fast no for a port's CI, never a pass",
+    )
     parser.add_argument("--json", metavar="FILE", help="write the JSON report here")
     parser.add_argument("--junit", metavar="FILE", help="write a JUnit XML report here")
     parser.add_argument("--plots", metavar="DIR", help="write PNG plots here (needs matplotlib)")
@@ -227,6 +234,7 @@ def run(args: argparse.Namespace) -> int:
             profile=args.profile,
             capabilities=capabilities,
             budget=args.budget or DEFAULT_BUDGET["quick" if args.quick else "full"],
+            fail_fast=args.fail_fast,
         )
     except UnknownImplementation as exc:
         files.write(stub("usage_error", f"nothing was checked: {exc}"), "usage_error")

@@ -46,6 +46,20 @@ def test_a_planted_bug_in_a_mutant_fails_with_a_reproduction_line(capsys):
     assert "reproduce: spec-verify check --impl mutant:s04 --tier parity --case-seed" in out
 
 
+def test_fail_fast_reports_the_tiers_it_did_not_run(tmp_path, capsys):
+    report = tmp_path / "r.json"
+    tiers = ["--tier", "contract", "--tier", "greedy", "--tier", "generation"]
+    code = main(["check", "--impl", "mutant:s05", *tiers, "--quick", "-x", "--no-progress",
+                 "--json", str(report)])  # fmt: skip
+    out = capsys.readouterr().out
+    assert code == 1, out
+    assert "FAIL greedy/" in out
+    [generation] = [r for r in json.loads(report.read_text())["results"]
+                    if r["tier"] == "generation"]  # fmt: skip
+    assert generation["status"] == "skipped"
+    assert generation["message"].startswith("not run: --fail-fast, and greedy/")
+
+
 @pytest.mark.slow
 def test_the_reference_passes_every_tier(capsys, tmp_path):
     code = main(["check", "--json", str(tmp_path / "r.json"), "--no-progress"])
