@@ -18,12 +18,12 @@ Run phases, in order (ARCHITECTURE.md, docs/grading.md):
      (grade 0, with what differed and the failing tests);
    - each **mutant** ends killed (a test failed), survived (all passed), timed out, or errored
      (the suite could not be collected or the interpreter died).
-4. **Confirmation**: every detection is run again, on the same mutant and on the clean
-   reference, in one shuffled batch. A kill reruns the tests that ran up to and including the
-   killing test (the same tests in the same order, so an order-dependent suite behaves as
-   before); the killing test must fail again on the mutant, and the same selection must pass
-   on the clean reference. A kill or crash that does not reproduce refuses the grade as flaky;
-   a time-out that does not reproduce is not counted (time limits are noisy).
+4. **Confirmation**: every detection is run again ``confirmations`` times on the same mutant,
+   shuffled with ``clean_reruns`` clean runs, each a whole run like the first. Each rerun must
+   detect the mutant again in the same way (a kill: the same test fails first; a time-out or
+   a crash: the same again), and each clean rerun must pass; anything else refuses the grade
+   as flaky. ``clean_reruns`` defaults to the fewest that keep a suite with memory between
+   runs, failing at random, below 1 win in 100 (``lottery.py``).
 5. **Report**: the grade and one row per mutant (``reports.py`` writes the formats).
 
 Every run is the same run to the suite: the same pytest options (``-x`` for all), the suite's
@@ -34,8 +34,8 @@ nothing: the clean runs come first, and after them decoys and mutants are shuffl
 
 The score: ``grade = detected / total``, where a mutant is *detected* when it is killed, timed
 out or errored (each makes the suite, or a CI running it, visibly fail) and the detection was
-confirmed. docs/grading.md shows that a suite failing at random, with any probability, earns
-less than one mutant in expectation.
+confirmed. docs/grading.md shows that a suite failing at random, with any probability or
+strategy, beats its honest part in fewer than 1 grading in 100.
 """
 
 from __future__ import annotations
@@ -54,6 +54,7 @@ from spec_verify.errors import InvalidArgument
 from ._runner import RunFailure, RunOutcome, RunPool, RunRequest
 from ._source import canary_sources, reference_sources
 from .catalogue import CATALOGUE, Mutant, apply_mutant, mutant_by_id
+from .lottery import clean_reruns_needed
 
 __all__ = [
     "DEFAULT_CONFIRMATIONS",
@@ -269,7 +270,8 @@ def _default_jobs() -> int:
 
 
 def _check_options(jobs: int, timeout_factor: float, min_timeout: float, clean_timeout: float,
-                   decoys: int, repeats: int, confirmations: int) -> None:
+                   decoys: int, repeats: int, confirmations: int,
+                   clean_reruns: int | None) -> None:
     if not isinstance(jobs, int) or jobs < 1:
         raise InvalidArgument("jobs", jobs, "must be an integer >= 1")
     for name, value in (("timeout_factor", timeout_factor), ("min_timeout", min_timeout),
@@ -285,6 +287,10 @@ def _check_options(jobs: int, timeout_factor: float, min_timeout: float, clean_t
     if not isinstance(confirmations, int) or confirmations < 1:
         raise InvalidArgument("confirmations", confirmations, "must be an integer >= 1",
                               f"the default is {DEFAULT_CONFIRMATIONS}")
+    if clean_reruns is not None and (not isinstance(clean_reruns, int) or clean_reruns < 1):
+        raise InvalidArgument("clean_reruns", clean_reruns, "must be an integer >= 1 or None",
+                              "None (the default) takes the fewest that keep a lottery below "
+                              "1 win in 100")
 
 
 def _selected(mutant_ids: Sequence[str] | None) -> tuple[Mutant, ...]:
@@ -424,10 +430,10 @@ class _Grading:
 
     def confirm(self, sources: Mapping[str, str], chosen: Sequence[Mutant],
                 mutated: Sequence[Mapping[str, str]], outcomes: Sequence[RunOutcome],
-                confirmations: int) -> list[MutantResult]:
+                confirmations: int, clean_reruns: int) -> list[MutantResult]:
         """Phase 4: rerun every detection on its mutant, ``confirmations`` times, shuffled
-        with as many clean runs; every rerun is a whole run like the first (a suite cannot
-        tell a confirmation from a first run, nor a clean rerun from a mutant rerun)."""
+        with ``clean_reruns`` clean runs; every rerun is a whole run like the first (a suite
+        cannot tell a confirmation from a first run, nor a clean rerun from a mutant rerun)."""
         results: list[MutantResult] = []
         plan: list[int] = []  # mutant index per rerun; -1 for a clean rerun
         for i, (mutant, outcome) in enumerate(zip(chosen, outcomes, strict=True)):
@@ -440,7 +446,7 @@ class _Grading:
                 plan += [i] * confirmations
         if not plan:
             return results
-        plan += [-1] * confirmations
+        plan += [-1] * clean_reruns
         self.shuffler.shuffle(plan)
         again = self.run([RunRequest(sources if i < 0 else mutated[i], self.args, self.limit)
                           for i in plan])
@@ -509,6 +515,7 @@ def grade(
     decoys: int = DEFAULT_DECOYS,
     repeats: int = DEFAULT_REPEATS,
     confirmations: int = DEFAULT_CONFIRMATIONS,
+    clean_reruns: int | None = None,
     progress: Callable[[str], None] | None = None,
     order_seed: int | None = None,
 ) -> GradeResult:
@@ -526,8 +533,12 @@ def grade(
         clean_timeout: the clean runs' time limit, in seconds.
         decoys: clean runs hidden among the mutants (each must pass); default 3.
         repeats: clean runs before the mutants (each must pass); default 3.
-        confirmations: reruns of each detection on its mutant (each must detect it again),
-            shuffled with as many clean reruns (each must pass); default 2.
+        confirmations: reruns of each detection on its mutant (each must detect it again);
+            default 2.
+        clean_reruns: clean runs shuffled with the confirmations (each must pass); default
+            None, the fewest that keep a suite failing at random, even one that counts its
+            runs, below 1 win in 100 (``lottery.clean_reruns_needed``: 13 with the other
+            defaults and the whole catalogue).
         progress: called with one line per finished mutant run and per phase.
         order_seed: None (the default) shuffles the runs unpredictably, from the system's
             entropy; an integer makes the order reproducible, for the grader's own tests only
@@ -543,12 +554,14 @@ def grade(
     started = time.monotonic()
     jobs = _default_jobs() if jobs is None else jobs
     _check_options(jobs, timeout_factor, min_timeout, clean_timeout, decoys, repeats,
-                   confirmations)
+                   confirmations, clean_reruns)
     suite = Path(path)
     if not suite.exists():
         raise SuiteNotFound("path", str(path), "does not exist",
                             "give a folder of tests or a test file")
     chosen = _selected(mutants)
+    if clean_reruns is None:
+        clean_reruns = clean_reruns_needed(len(chosen), decoys, confirmations)
     sources = reference_sources()
     mutated = [apply_mutant(m, sources) for m in chosen]  # fails loudly before any run
     say = progress or (lambda line: None)
@@ -562,7 +575,8 @@ def grade(
         try:
             grading.clean_runs(sources, repeats, clean_timeout, timeout_factor, min_timeout)
             outcomes = grading.controls_and_mutants(sources, canary, chosen, mutated, decoys)
-            results = grading.confirm(sources, chosen, mutated, outcomes, confirmations)
+            results = grading.confirm(sources, chosen, mutated, outcomes, confirmations,
+                                      clean_reruns)
         except _Refused as refused:
             return GradeResult(
                 grade=0.0, detected=0, total=len(chosen), graded=False, reason=refused.reason,

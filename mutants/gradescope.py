@@ -38,8 +38,8 @@ __all__ = ["CONFIG_NAME", "DEFAULT_OPTIONS", "main", "run", "write_bundle"]
 CONFIG_NAME = "grade.json"
 # Options of ``grade`` a course may set (anything else in grade.json is refused).
 DEFAULT_OPTIONS: Mapping[str, Any] = {
-    "mutants": None, "decoys": 3, "repeats": 3, "confirmations": 2, "timeout_factor": 5.0,
-    "min_timeout": 10.0, "clean_timeout": 600.0, "jobs": None,
+    "mutants": None, "decoys": 3, "repeats": 3, "confirmations": 2, "clean_reruns": None,
+    "timeout_factor": 5.0, "min_timeout": 10.0, "clean_timeout": 600.0, "jobs": None,
 }
 
 _SETUP = """#!/usr/bin/env bash

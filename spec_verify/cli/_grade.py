@@ -55,9 +55,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                         help="clean runs before the mutants, each must pass; a suite whose "
                         "result changes is refused as flaky (default: %(default)d)")
     parser.add_argument("--confirmations", type=int, default=2, metavar="N",
-                        help="reruns of each detection on its mutant, shuffled with as many "
-                        "clean reruns; a detection that does not reproduce refuses the grade "
-                        "as flaky (default: %(default)d)")
+                        help="reruns of each detection on its mutant; a detection that does "
+                        "not reproduce refuses the grade as flaky (default: %(default)d)")
+    parser.add_argument("--clean-reruns", type=int, default=None, metavar="N",
+                        help="clean runs shuffled with the confirmations, each must pass "
+                        "(default: the fewest that keep a suite failing at random below 1 win "
+                        "in 100, 13 with the other defaults: docs/grading.md)")
     parser.add_argument("--short", action="store_true",
                         help="abbreviate failure messages in the table (reports stay full)")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
@@ -90,7 +93,8 @@ def run(args: argparse.Namespace) -> int:
         result = grade(
             args.path, jobs=args.jobs, mutants=mutants, timeout_factor=args.timeout_factor,
             min_timeout=args.min_timeout, clean_timeout=args.clean_timeout, decoys=args.decoys,
-            repeats=args.repeats, confirmations=args.confirmations, progress=progress,
+            repeats=args.repeats, confirmations=args.confirmations,
+            clean_reruns=args.clean_reruns, progress=progress,
         )
     except InvalidArgument as error:
         print(f"spec-verify grade: error: {error}", file=sys.stderr)
@@ -122,7 +126,7 @@ def _batch(args: argparse.Namespace, mutants: list[str] | None,
             args.path, progress=progress, jobs=args.jobs, mutants=mutants,
             timeout_factor=args.timeout_factor, min_timeout=args.min_timeout,
             clean_timeout=args.clean_timeout, decoys=args.decoys, repeats=args.repeats,
-            confirmations=args.confirmations)
+            confirmations=args.confirmations, clean_reruns=args.clean_reruns)
     except InvalidArgument as error:
         print(f"spec-verify grade: error: {error}", file=sys.stderr)
         return ExitCode.USAGE_ERROR

@@ -27,6 +27,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--decoys", type=int, default=3, metavar="N")
     parser.add_argument("--repeats", type=int, default=3, metavar="N")
     parser.add_argument("--confirmations", type=int, default=2, metavar="N")
+    parser.add_argument("--clean-reruns", type=int, default=None, metavar="N")
     parser.add_argument("--timeout-factor", type=float, default=5.0, metavar="F")
     parser.add_argument("--min-timeout", type=float, default=10.0, metavar="S")
     parser.add_argument("--clean-timeout", type=float, default=600.0, metavar="S")
@@ -44,6 +45,7 @@ def run(args: argparse.Namespace) -> int:
     options = {
         "mutants": None if args.mutants is None else [m.strip() for m in args.mutants.split(",")],
         "decoys": args.decoys, "repeats": args.repeats, "confirmations": args.confirmations,
+        "clean_reruns": args.clean_reruns,
         "timeout_factor": args.timeout_factor, "min_timeout": args.min_timeout,
         "clean_timeout": args.clean_timeout,
     }

@@ -4,17 +4,21 @@ Each cheating suite (``suites/cheats``) is the weak honest suite's one test plus
 side channel (bytecode caches, timing, environment, paths, a counter in a file, process ids)
 or a lottery (failing at random). Each must score no more than the weak honest suite alone:
 the trick gains nothing (every run looks the same) or the decoys, repeats and confirmations
-refuse the suite. The lottery is graded with a fixed seed (its draws and the run order), and
-``test_lottery_bound`` evaluates the bound of docs/grading.md: a suite that fails at random,
-with any probability, beats the weak suite in fewer than 1 of 100 gradings.
+refuse the suite. The lotteries are graded with fixed seeds (their draws and the run order),
+and ``test_lottery_bound`` evaluates the bounds of docs/grading.md: a suite that fails at
+random, with any probability (or, counting its runs, with any strategy), beats the weak suite
+in fewer than 1 of 100 gradings.
 """
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
 import pytest
+from scipy import stats
 
+from spec_verify.errors import InvalidArgument
 from spec_verify.mutants import CATALOGUE
 from spec_verify.mutants.grader import (
     DEFAULT_CONFIRMATIONS,
@@ -23,6 +27,13 @@ from spec_verify.mutants.grader import (
     GradeResult,
     Refusal,
     grade,
+)
+from spec_verify.mutants.lottery import (
+    TARGET_WIN,
+    clean_reruns_needed,
+    counting_lottery_win,
+    independent_lottery_credit,
+    independent_lottery_win,
 )
 
 CHEATS = Path(__file__).resolve().parent / "suites" / "cheats"
@@ -88,49 +99,108 @@ def test_the_lottery_with_a_fixed_seed(weak, side_channel, monkeypatch):
     assert "cheats/test_lottery.py::test_lottery" in result.flaky_tests
 
 
-def lottery_win_probability(f: float, mutants: int, repeats: int = DEFAULT_REPEATS,
-                            decoys: int = DEFAULT_DECOYS,
-                            confirmations: int = DEFAULT_CONFIRMATIONS) -> float:
-    """P(graded with at least one detection the suite did not earn), for a suite whose every
-    run fails independently with probability ``f`` (docs/grading.md, "The lottery")."""
-    controls = repeats + decoys + confirmations
-    reproduced = f ** (confirmations + 1)
-    return (1 - f) ** controls * ((1 - f + reproduced) ** mutants - (1 - f) ** mutants)
+def test_the_counting_lottery_beats_two_clean_reruns(weak, side_channel, monkeypatch):
+    """The attack is real: with as few clean reruns as confirmations (this project's old
+    default), the counting lottery wins about 1 grading in 12 here; seed 23 wins."""
+    result = _counting_lottery(monkeypatch, seed=23, clean_reruns=2)
+    assert result.graded and result.detected > weak.detected, result.reason
 
 
-def lottery_expected_credit(f: float, mutants: int, repeats: int = DEFAULT_REPEATS,
-                            decoys: int = DEFAULT_DECOYS,
-                            confirmations: int = DEFAULT_CONFIRMATIONS) -> float:
-    """The expected number of unearned detections counted (docs/grading.md)."""
-    controls = repeats + decoys + confirmations
-    reproduced = f ** (confirmations + 1)
-    return (1 - f) ** controls * mutants * reproduced * (1 - f + reproduced) ** (mutants - 1)
+def test_the_default_clean_reruns_refuse_the_same_lottery(weak, side_channel, monkeypatch):
+    assert clean_reruns_needed(len(MUTANTS), DEFAULT_DECOYS, DEFAULT_CONFIRMATIONS) == 10
+    result = _counting_lottery(monkeypatch, seed=23, clean_reruns=None)
+    _no_better(result, weak)
+    assert not result.graded and result.refusal is Refusal.FLAKY, result.reason
+    assert "cheats/test_counting_lottery.py::test_counting_lottery" in result.flaky_tests
+
+
+def _counting_lottery(monkeypatch, seed, clean_reruns):
+    reruns = clean_reruns or clean_reruns_needed(len(MUTANTS), DEFAULT_DECOYS,
+                                                 DEFAULT_CONFIRMATIONS)
+    # the suite knows the grader's whole plan (the worst case): 3 repeats, then 3 decoys and
+    # the 3 mutants its honest test misses, then 2 reruns of its pick and the clean reruns
+    for name, value in [("SEED", seed), ("REPEATS", DEFAULT_REPEATS), ("MAIN", 6),
+                        ("CONFIRMATIONS", DEFAULT_CONFIRMATIONS),
+                        ("CONFIRMATION_RUNS", DEFAULT_CONFIRMATIONS + reruns)]:
+        monkeypatch.setenv(f"LOTTERY_{name}", str(value))
+    # one run at a time, in a seeded order, so the counts are the runs' places in the plan
+    return grade(CHEATS / "test_counting_lottery.py", mutants=MUTANTS, jobs=1, order_seed=7,
+                 clean_reruns=clean_reruns)
+
+
+def _simulated_counting_lottery(rng, undetected, decoys, confirmations, clean_reruns):
+    """One grading as the counting lottery sees it: True when it wins."""
+    main = ["mutant"] * undetected + ["decoy"] * decoys
+    rng.shuffle(main)
+    if main[rng.randrange(len(main))] == "decoy":
+        return False
+    batch = ["rerun"] * confirmations + ["clean"] * clean_reruns
+    rng.shuffle(batch)
+    picks = rng.sample(range(len(batch)), confirmations)
+    return all(batch[i] == "rerun" for i in picks)
+
+
+def test_the_counting_lottery_bound_is_what_the_strategy_wins():
+    """The closed form against 200,000 simulated gradings of the same game (two-sided exact
+    binomial test at alpha 1e-6; a bound 20% off is 27 standard deviations out)."""
+    rng = random.Random(11)
+    runs = 200_000
+    wins = sum(_simulated_counting_lottery(rng, 3, 3, 2, 2) for _ in range(runs))
+    assert counting_lottery_win(3, 3, 2, 2) == pytest.approx(1 / 12)
+    assert stats.binomtest(wins, runs, 1 / 12).pvalue > 1e-6, wins
 
 
 GRID = [i / 1000 for i in range(1, 1000)]
 
 
-@pytest.mark.parametrize("mutants", [len(CATALOGUE), 30, 60, 200])
+def _defaults(mutants: int) -> dict[str, int]:
+    return {"repeats": DEFAULT_REPEATS, "decoys": DEFAULT_DECOYS,
+            "confirmations": DEFAULT_CONFIRMATIONS,
+            "clean_reruns": clean_reruns_needed(mutants, DEFAULT_DECOYS, DEFAULT_CONFIRMATIONS)}
+
+
+@pytest.mark.parametrize("mutants", [len(CATALOGUE), 1, 4, 30, 60, 200])
 def test_lottery_bound(mutants):
-    worst_win = max(lottery_win_probability(f, mutants) for f in GRID)
-    worst_credit = max(lottery_expected_credit(f, mutants) for f in GRID)
+    plan = _defaults(mutants)
+    worst_win = max(independent_lottery_win(f, mutants, **plan) for f in GRID)
+    worst_credit = max(independent_lottery_credit(f, mutants, **plan) for f in GRID)
     assert worst_win < 0.01  # beats the weak suite in fewer than 1 of 100 gradings
     assert worst_credit < 1  # earns less than one mutant in expectation
+    counting = counting_lottery_win(mutants, plan["decoys"], plan["confirmations"],
+                                    plan["clean_reruns"])
+    assert counting < TARGET_WIN == 0.01
+    fewer = counting_lottery_win(mutants, plan["decoys"], plan["confirmations"],
+                                 plan["clean_reruns"] - 1)
+    assert plan["clean_reruns"] == plan["confirmations"] or fewer >= TARGET_WIN  # the fewest
 
 
 def test_the_lottery_bound_has_teeth():
     # negative control: without decoys and confirmations the old lottery wins often
-    worst = max(lottery_win_probability(f, 24, repeats=1, decoys=0, confirmations=0)
-                for f in GRID)
+    worst = max(independent_lottery_win(f, 24, repeats=1, decoys=0, confirmations=0,
+                                        clean_reruns=0) for f in GRID)
     assert worst > 0.5
+    assert counting_lottery_win(36, 3, 2, 2) > 0.15  # and the counting one, with 2 clean reruns
+
+
+def test_bad_lottery_options_are_refused():
+    with pytest.raises(InvalidArgument, match="confirmations"):
+        clean_reruns_needed(36, 3, 0)
+    with pytest.raises(InvalidArgument, match="target"):
+        clean_reruns_needed(36, 3, 2, target=1.0)
+    with pytest.raises(InvalidArgument, match="clean_reruns"):
+        grade(CHEATS / "test_weak_honest.py", clean_reruns=0)
 
 
 def test_the_documented_numbers():
     text = (Path(__file__).resolve().parents[2] / "docs" / "grading.md").read_text()
-    worst = max(lottery_win_probability(f, len(CATALOGUE)) for f in GRID)
-    credit = max(lottery_expected_credit(f, len(CATALOGUE)) for f in GRID)
-    assert f"{worst:.4f}" in text
-    assert f"{credit:.4f}" in text
+    plan = _defaults(len(CATALOGUE))
+    worst = max(independent_lottery_win(f, len(CATALOGUE), **plan) for f in GRID)
+    credit = max(independent_lottery_credit(f, len(CATALOGUE), **plan) for f in GRID)
+    counting = counting_lottery_win(len(CATALOGUE), plan["decoys"], plan["confirmations"],
+                                    plan["clean_reruns"])
+    assert plan["clean_reruns"] == 13
+    for number in (f"{worst:.2g}", f"{credit:.2g}", f"{counting:.4f}"):
+        assert number in text, number
 
 
 @pytest.mark.slow
