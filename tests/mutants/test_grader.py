@@ -200,21 +200,10 @@ def test_a_missing_path_is_an_error():
     assert isinstance(info.value, ValueError)
 
 
-@pytest.mark.slow
-@pytest.mark.slow
-@pytest.mark.slow
-@pytest.mark.slow
-@pytest.mark.slow
-@pytest.mark.slow
-@pytest.mark.slow
-@pytest.mark.slow
-@pytest.mark.slow
-@pytest.mark.slow
-@pytest.mark.slow
-@pytest.mark.slow
 @pytest.mark.parametrize(("option", "value"), [
     ("jobs", 0), ("timeout_factor", 0.0), ("min_timeout", -1.0), ("clean_timeout", 0.0),
-    ("decoys", -1), ("repeats", 0), ("confirmations", 0),
+    ("decoys", -1), ("repeats", 0), ("confirmations", 0), ("clean_reruns", 0),
+    ("clean_reruns", 2.5),
 ])
 def test_bad_options_are_refused(option, value):
     with pytest.raises(InvalidArgument, match=option):
