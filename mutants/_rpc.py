@@ -604,6 +604,9 @@ MAX_HEADER = 16 << 20  # bytes of JSON header, as the wire's limits
 MAX_BODY = 256 << 20  # bytes of body
 _PREFIX = struct.Struct("<4sIQ")
 _CHUNK = 1 << 16
+# made once: json.dumps with options builds an encoder per call, json.loads sniffs the encoding
+_JSON_OUT = json.JSONEncoder(separators=(",", ":"), allow_nan=True)
+_JSON_IN = json.JSONDecoder()
 
 
 class FrameError(Exception):
@@ -622,8 +625,7 @@ def encode_frame(header: dict[str, Any], blob: bytes | bytearray) -> bytes:
     """One frame of the wire format: ``header`` and ``blob`` as the wire's array ``blob``."""
     listing = [["blob", "|u1", [len(blob)]]] if blob else []
     try:
-        text = json.dumps({"header": header, "arrays": listing}, separators=(",", ":"),
-                          allow_nan=True).encode("utf-8")
+        text = _JSON_OUT.encode({"header": header, "arrays": listing}).encode("utf-8")
     except (TypeError, ValueError) as exc:
         raise FrameError(f"header is not plain JSON data: {exc}") from exc
     if len(text) > MAX_HEADER or len(blob) > MAX_BODY:
@@ -672,7 +674,7 @@ class FrameReader:
         blob = bytes(self.buffer[_PREFIX.size + size:end])
         del self.buffer[:end]
         try:
-            envelope = json.loads(text)
+            envelope = _JSON_IN.decode(text.decode("utf-8"))
         except (ValueError, RecursionError) as exc:
             raise FrameError(f"the frame header is not JSON: {exc}") from exc
         if not (isinstance(envelope, dict) and set(envelope) == {"header", "arrays"}
