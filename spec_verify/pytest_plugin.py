@@ -39,6 +39,8 @@ from typing import Any
 
 import pytest
 
+from spec_verify.seeds import seed_option
+
 __all__ = [
     "PROFILES",
     "pytest_addoption",
@@ -126,11 +128,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
-def _seed(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise ValueError(f"--spec-seed must be >= 0, not {value}")
-    return value
+_seed = seed_option("--spec-seed")
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -41,6 +41,7 @@ from spec_verify.profiles import (
     why_claim,
 )
 from spec_verify.results import CheckResult, ExitCode, Progress, Status
+from spec_verify.seeds import check_seed
 from spec_verify.tiers import TIER_NAMES, TIERS, TierEntryPointError, TierSpec, resolve_entry_point
 
 __all__ = [
@@ -287,6 +288,9 @@ def run_checks(
         raise InvalidArgument(
             "budget", budget, "must be a positive, finite number of seconds", "e.g. budget=900"
         )
+    check_seed(seed)
+    if case_seed is not None:
+        check_seed(case_seed, "case_seed")
     profile = parse_profile(profile)
     overrides = check_capabilities(capabilities or {}, "capabilities")
     wanted = tuple(tiers) if tiers else TIER_NAMES

@@ -20,6 +20,7 @@ import time
 from typing import Any, TextIO
 
 from spec_verify.results import ExitCode
+from spec_verify.seeds import DrawnSeed, seed_option
 
 __all__ = ["register", "run"]
 
@@ -55,11 +56,17 @@ def register(subparsers: Any) -> None:
         metavar="TIER",
         help=f"run only this tier (repeatable): {', '.join(_TIERS)}",
     )
-    parser.add_argument("--seed", type=int, default=0, help="root seed of every generated case")
+    parser.add_argument(
+        "--seed",
+        type=seed_option("--seed", allow_random=True),
+        default=0,
+        help="root seed of every generated case, in [0, 2**63) (default 0); 'random' draws one "
+        "and prints it (a port's CI varies its cases from run to run, and can replay any)",
+    )
     parser.add_argument("--quick", action="store_true", help="fewer cases, for a fast signal")
     parser.add_argument(
         "--case-seed",
-        type=int,
+        type=seed_option("--case-seed"),
         default=None,
         metavar="N",
         help="replay one parity case (as printed by a failure)",
@@ -200,6 +207,9 @@ def run(args: argparse.Namespace) -> int:
     if problem is not None:
         _say(f"spec-verify check: {problem}", sys.stderr)
         return ExitCode.USAGE_ERROR
+    if isinstance(args.seed, DrawnSeed):  # before any work: a run that dies can be replayed
+        _say(f"spec-verify check: --seed random drew {args.seed}; --seed {args.seed} replays "
+             "this run", sys.stderr)
     capabilities = {**{c: True for c in args.capability}, **{c: False for c in args.no_capability}}
     tiers = args.tier
     if args.case_seed is not None and not tiers:

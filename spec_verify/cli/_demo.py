@@ -9,6 +9,7 @@ from fractions import Fraction
 from typing import Any
 
 from spec_verify.results import ExitCode
+from spec_verify.seeds import seed_option
 
 __all__ = ["register", "run"]
 
@@ -21,7 +22,8 @@ def register(subparsers: Any) -> None:
         "random case, then run speculative generation on the bundled attention model with each "
         "draft, showing tokens per target pass and the acceptance rate.",
     )
-    parser.add_argument("--seed", type=int, default=0, help="seed of the random case and sampling")
+    parser.add_argument("--seed", type=seed_option("--seed"), default=0,
+                        help="seed of the random case and sampling, in [0, 2**63)")
     parser.add_argument("--vocab", type=int, default=5, help="vocabulary of the random case")
     parser.add_argument("--max-tokens", type=int, default=120, help="tokens to generate")
     parser.add_argument("-k", type=int, default=4, help="draft tokens per round")

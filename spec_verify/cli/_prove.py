@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from spec_verify.errors import InvalidArgument
 from spec_verify.results import ExitCode, Status
+from spec_verify.seeds import seed_option
 
 if TYPE_CHECKING:
     from spec_verify.exact._cells import Dist, Enumeration
@@ -66,7 +67,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--x", type=int, help="with --p/--q: show the table for this draft only")
     parser.add_argument("--p-next", metavar="P",
                         help="with --p/--q: the bonus row after a kept draft (default: p)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of generated cases (%(default)s)")
+    parser.add_argument("--seed", type=seed_option("--seed"), default=0,
+                        help="seed of generated cases, in [0, 2**63) (%(default)s)")
     parser.add_argument("--cases", type=int, default=None,
                         help="cases per theorem (default: the tier's)")
     parser.add_argument("--leaves", action="store_true",
