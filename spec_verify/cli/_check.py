@@ -182,8 +182,9 @@ def _say(text: str, stream: TextIO | None = None) -> None:
 
 def _usage_problem(args: argparse.Namespace) -> str | None:
     """What is wrong with the options, found before any work (a usage error), or None."""
-    if args.timeout is not None and not args.timeout > 0:
-        return f"--timeout {args.timeout:g}: must be > 0 seconds (e.g. --timeout 10)"
+    if args.timeout is not None and not 0 < args.timeout < math.inf:
+        return (f"--timeout {args.timeout:g}: must be a positive, finite number of seconds "
+                "(e.g. --timeout 10; the run's --budget bounds the whole run)")
     if args.budget is not None and not 0 < args.budget < math.inf:
         return (
             f"--budget {args.budget:g}: must be a positive number of seconds (e.g. --budget 600)"

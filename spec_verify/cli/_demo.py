@@ -4,6 +4,7 @@ speculative generation on the bundled attention model."""
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from fractions import Fraction
 from typing import Any
@@ -24,7 +25,8 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--seed", type=seed_option("--seed"), default=0,
                         help="seed of the random case and sampling, in [0, 2**63)")
-    parser.add_argument("--vocab", type=int, default=5, help="vocabulary of the random case")
+    parser.add_argument("--vocab", type=int, default=5,
+                        help="vocabulary of the random case, 2 to 64 (default 5)")
     parser.add_argument("--max-tokens", type=int, default=120, help="tokens to generate")
     parser.add_argument("-k", type=int, default=4, help="draft tokens per round")
     parser.set_defaults(func=run)
@@ -106,9 +108,26 @@ def _generation(max_tokens: int, k: int, seed: int) -> None:
         print(f"   text: {plain.text[:70]!r}")
 
 
+# The random case is printed in full, every probability a fraction: beyond this it is a wall of
+# numbers, not a demonstration (``spec-verify prove`` takes any V).
+MAX_DEMO_VOCAB = 64
+
+
+def _usage_problem(args: argparse.Namespace) -> str | None:
+    if not 2 <= args.vocab <= MAX_DEMO_VOCAB:
+        return (f"--vocab {args.vocab}: must be in [2, {MAX_DEMO_VOCAB}] (the case is printed "
+                "in full; spec-verify prove --p ... --q ... takes any size)")
+    if args.k < 0:
+        return f"-k {args.k}: must be >= 0 draft tokens per round"
+    if args.max_tokens < 1:
+        return f"--max-tokens {args.max_tokens}: must be >= 1"
+    return None
+
+
 def run(args: argparse.Namespace) -> int:
-    if args.vocab < 2 or args.k < 0 or args.max_tokens < 1:
-        print("spec-verify demo: --vocab must be >= 2, -k >= 0, --max-tokens >= 1")
+    problem = _usage_problem(args)
+    if problem is not None:
+        print(f"spec-verify demo: {problem}", file=sys.stderr)
         return ExitCode.USAGE_ERROR
     F = Fraction
     ok = _prove(

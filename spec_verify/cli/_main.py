@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 import traceback
 from collections.abc import Sequence
@@ -54,6 +55,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return ExitCode.INTERRUPTED
+    except BrokenPipeError:  # the reader went away (`| head`): not a harness bug, no traceback
+        _silence_stdout()
+        print(f"spec-verify {args.command}: stopped: its output was closed (broken pipe)",
+              file=sys.stderr)
+        return ExitCode.INTERRUPTED
     except Exception:  # fail closed: a harness bug is never a pass, and never looks like FAILED
         traceback.print_exc()
         print(
@@ -63,6 +69,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return ExitCode.HARNESS_ERROR
     return int(code)
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's flush at exit cannot raise again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # no real stdout (a test's capture): nothing to flush
+        pass
 
 
 if __name__ == "__main__":

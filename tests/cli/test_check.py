@@ -36,6 +36,8 @@ def test_usage_errors(capsys):
         main(["check", "--tier", "vibes"])
     assert info.value.code == 2
     assert main(["check", "--timeout", "0"]) == 2
+    assert main(["check", "--timeout", "inf"]) == 2
+    assert "--timeout inf: must be a positive, finite number" in capsys.readouterr().err
 
 
 def test_a_planted_bug_in_a_mutant_fails_with_a_reproduction_line(capsys):
