@@ -379,6 +379,35 @@ def test_sequential_runs_the_full_plan_on_a_correct_sampler(reference: Any) -> N
 # --- calibration (slow: the numbers in docs/calibration.md come from the benchmark) -------------
 
 
+def test_calibration_runs_share_a_worker_and_close_it(monkeypatch) -> None:
+    """Runs on one worker have the outcomes of runs on fresh workers, and every worker the
+    calibration loads is closed (they were left open, one per run)."""
+    from spec_verify.tiers import _calibration
+
+    opened, closed = [], []
+    real = _calibration.load_implementation
+
+    def recording(spec):
+        impl = real(spec)
+        close = impl.close
+
+        def closing():
+            closed.append(impl)
+            close()
+
+        impl.close = closing
+        opened.append(impl)
+        return impl
+
+    monkeypatch.setattr(_calibration, "load_implementation", recording)
+    job = ("reference", [3, 4], 0.05, 0.2, 0.99)
+    shared = _calibration._runs(job)
+    fresh = [o for seed in job[1] for o in _calibration._runs((job[0], [seed], *job[2:]))]
+    assert shared == fresh
+    assert len(opened) == 3
+    assert closed == opened
+
+
 @pytest.mark.slow
 def test_calibration_false_alarms_and_power() -> None:
     """300 runs of the whole tier on the reference at family alpha 0.05 (delta 0.2): the
