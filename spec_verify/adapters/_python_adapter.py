@@ -76,7 +76,11 @@ class _Session:
     """One live worker and the handle tables of both sides."""
 
     def __init__(self, owner: WorkerImplementation, worker: WorkerProcess) -> None:
-        self.owner = owner
+        # weak: the owner's finalizer holds this session, so a strong reference back would
+        # keep every implementation dropped without close() alive, and its worker running,
+        # until the interpreter exits (the calibration held one worker per run)
+        self._owner = weakref.ref(owner)
+        self._owner_name = owner.name
         self.worker = worker
         self.alive = True
         self.handles = Handles(self._send, self._on_error)
@@ -85,6 +89,16 @@ class _Session:
         # its own exception back, not a copy by name.
         self.callback_errors: list[Exception] = []
         self._depth = 0  # requests in flight (a callback may make one of its own)
+
+    @property
+    def owner(self) -> WorkerImplementation:
+        owner = self._owner()
+        if owner is None:
+            raise ImplementationError(
+                self._owner_name, "call", "was asked of an object whose implementation has "
+                "been garbage-collected (keep the implementation while its objects are used)"
+            )
+        return owner
 
     def _serve(
         self, request: dict[str, Any], arrays: dict[str, Any]

@@ -106,3 +106,40 @@ def test_a_batch_that_changes_its_inputs_is_the_implementations_failure() -> Non
             impl.verify_draft(*_rounds(1)[0][:3], impl.params(), [1], source)
     finally:
         impl.close()
+
+
+def test_an_implementation_dropped_without_close_stops_its_worker() -> None:
+    """Its finalizer closes the worker once nothing holds the implementation (a session held
+    its owner strongly, so dropped implementations kept their workers until exit)."""
+    import gc
+    import os
+    import time
+
+    impl = load_implementation("reference")
+    pid = impl._start().worker.pid
+    os.kill(pid, 0)  # alive
+    del impl
+    gc.collect()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.waitpid(pid, os.WNOHANG)
+            os.kill(pid, 0)
+        except (ProcessLookupError, ChildProcessError):
+            break
+        time.sleep(0.05)
+    else:
+        pytest.fail(f"worker {pid} still runs after its implementation was dropped")
+
+
+def test_objects_of_a_dropped_implementation_say_so() -> None:
+    impl = load_implementation("reference")
+    module = impl.module
+    assert module.SamplingParams is not None
+    session = impl._start()
+    del impl
+    import gc
+
+    gc.collect()
+    with pytest.raises(ImplementationError, match="garbage-collected"):
+        session.owner  # noqa: B018 -- the property raises
