@@ -231,6 +231,10 @@ class _Builder:
 
 
 def _protocol_stub(name: str) -> Any:
+    """A member of a proxied ``typing.Protocol`` (the reference declares them with ``...``
+    bodies): the local Protocol class needs the names for structural checks; a call on the
+    Protocol itself, which the reference never makes, raises as an abstract method would."""
+
     def stub(self: Any, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError(name)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import secrets
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeGuard
 
 from spec_verify.errors import InvalidArgument
 
@@ -26,9 +26,13 @@ class DrawnSeed(int):
     """A seed drawn at random for this run (``--seed random``): the run must print it."""
 
 
+def _is_seed(value: object) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < MAX_SEED
+
+
 def check_seed(value: Any, argument: str = "seed") -> int:
     """``value`` when it is a valid root seed, else ``InvalidArgument`` naming ``argument``."""
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < MAX_SEED:
+    if not _is_seed(value):
         raise InvalidArgument(argument, value, _RULE, "e.g. 0")
     return value
 
@@ -41,10 +45,10 @@ def seed_option(option: str, *, allow_random: bool = False) -> Callable[[str], i
         if allow_random and text == "random":
             return DrawnSeed(secrets.randbelow(MAX_SEED))
         try:
-            value = int(text)
+            value: int | None = int(text)
         except ValueError:
             value = None
-        if value is None or not 0 <= value < MAX_SEED:
+        if not _is_seed(value):
             extra = " or the word 'random'" if allow_random else ""
             raise argparse.ArgumentTypeError(
                 f"{option} {text!r}: {_RULE}{extra} (e.g. {option} 0)")
