@@ -12,9 +12,26 @@ This module imports nothing heavy: the names below load on first use (PEP 562), 
 from __future__ import annotations
 
 import importlib
+import importlib.util
+import sys
 from typing import Any
 
+from spec_verify._checkout import installed_copy
+
 __version__ = "0.1.0"
+
+# Run from a clone after a regular install, the clone's folder comes first on sys.path but is
+# not the package (spec_verify._checkout): hand the import over to the installed copy.
+_installed = installed_copy(__file__)
+if _installed is not None and _installed.loader is not None:
+    del sys.modules["spec_verify._checkout"]  # the installed copy loads its own
+    _module = importlib.util.module_from_spec(_installed)
+    sys.modules[__name__] = _module
+    try:
+        _installed.loader.exec_module(_module)
+    except BaseException:
+        del sys.modules[__name__]
+        raise
 
 # name -> module that defines it (loaded on first attribute access)
 _LAZY = {

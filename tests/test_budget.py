@@ -32,8 +32,8 @@ def test_a_slow_implementation_stops_at_the_budget_with_errors() -> None:
     )
 
 
-def test_the_reference_passes_within_a_generous_budget() -> None:
-    report = run_checks("reference", tiers=["contract", "greedy"], quick=True, budget=600)
+def test_the_reference_passes_within_a_generous_budget(reference) -> None:
+    report = run_checks(reference, tiers=["contract", "greedy"], quick=True, budget=600)
     assert report.passed, [r.message for r in report.failures()]
 
 

@@ -130,8 +130,8 @@ def test_a_conformance_failure_with_every_law_check_passing_suggests_lossless() 
     assert "--profile lossless" not in reports.format_summary(mixed)
 
 
-def test_lossless_does_not_run_the_conformance_only_tier() -> None:
-    report = run_checks("reference", tiers=["parity"], profile="lossless")
+def test_lossless_does_not_run_the_conformance_only_tier(reference) -> None:
+    report = run_checks(reference, tiers=["parity"], profile="lossless")
     (result,) = report.results
     assert result.status is Status.NOT_APPLICABLE and "conformance only" in result.message
     assert report.passed and report.profile is Profile.LOSSLESS

@@ -19,10 +19,10 @@ def test_tiers_are_in_the_documented_order():
     ]  # fmt: skip
 
 
-def test_the_reference_passes_the_fast_tiers():
+def test_the_reference_passes_the_fast_tiers(reference):
     seen = []
     report = run_checks(
-        "reference", tiers=["contract", "greedy", "generation"], quick=True, progress=seen.append
+        reference, tiers=["contract", "greedy", "generation"], quick=True, progress=seen.append
     )
     assert report.passed, [r.message for r in report.failures()]
     assert [r.tier for r in report.results][:3] == ["contract"] * 3
@@ -45,7 +45,7 @@ def test_unknown_tiers_are_refused():
         run_checks("reference", tiers=["contract", "vibes"])
 
 
-def test_a_tier_that_raises_is_an_error_and_the_run_goes_on(monkeypatch):
+def test_a_tier_that_raises_is_an_error_and_the_run_goes_on(reference, monkeypatch):
     def broken(impl, **options):
         raise RuntimeError("planted harness bug")
 
@@ -53,7 +53,7 @@ def test_a_tier_that_raises_is_an_error_and_the_run_goes_on(monkeypatch):
     monkeypatch.setattr(
         runner, "resolve_entry_point", lambda spec: broken if spec.name == "greedy" else real(spec)
     )
-    report = run_checks("reference", tiers=["contract", "greedy", "generation"], quick=True)
+    report = run_checks(reference, tiers=["contract", "greedy", "generation"], quick=True)
     by_tier = {r.tier: r for r in report.results}
     assert by_tier["greedy"].status is Status.ERROR
     assert "planted harness bug" in by_tier["greedy"].message
@@ -62,24 +62,24 @@ def test_a_tier_that_raises_is_an_error_and_the_run_goes_on(monkeypatch):
     assert not report.passed
 
 
-def test_a_tier_whose_entry_point_does_not_resolve_is_an_error(monkeypatch):
+def test_a_tier_whose_entry_point_does_not_resolve_is_an_error(reference, monkeypatch):
     spec = runner.TierSpec("exact", frozenset({"verify_draft"}), "nowhere_at_all:run", "x")
     monkeypatch.setattr(runner, "TIERS", (spec,))
-    report = run_checks("reference", tiers=["exact"])
+    report = run_checks(reference, tiers=["exact"])
     [result] = report.results
     assert result.status is Status.ERROR
     assert "nowhere_at_all" in result.message
     assert not report.passed  # a broken installation never passes a gate
 
 
-def test_a_tier_that_checks_nothing_is_an_error_not_a_pass(monkeypatch):
+def test_a_tier_that_checks_nothing_is_an_error_not_a_pass(reference, monkeypatch):
     real = runner.resolve_entry_point
     monkeypatch.setattr(
         runner,
         "resolve_entry_point",
         lambda spec: (lambda impl, **options: []) if spec.name == "greedy" else real(spec),
     )
-    report = run_checks("reference", tiers=["greedy"], quick=True)
+    report = run_checks(reference, tiers=["greedy"], quick=True)
     [result] = report.results
     assert result.status is Status.ERROR
     assert not report.passed
@@ -106,15 +106,15 @@ def test_fail_fast_stops_after_the_first_failing_tier():
         assert result.message == f"not run: --fail-fast, and {first.tier}/{first.name} failed"
 
 
-def test_fail_fast_changes_nothing_on_a_passing_run():
+def test_fail_fast_changes_nothing_on_a_passing_run(reference):
     tiers = ["contract", "greedy", "generation"]
-    report = run_checks("reference", tiers=tiers, quick=True, fail_fast=True)
+    report = run_checks(reference, tiers=tiers, quick=True, fail_fast=True)
     assert report.passed
     assert {r.tier for r in report.results} == set(tiers)
     assert not any(r.status is Status.SKIPPED for r in report.results)
 
 
-def test_fail_fast_follows_the_verdict_rule_of_the_profile(monkeypatch):
+def test_fail_fast_follows_the_verdict_rule_of_the_profile(reference, monkeypatch):
     """An efficiency check that fails a lossless run does not block it, so it does not stop
     it either; the same result under the conformance profile does."""
     from spec_verify import profiles
@@ -133,10 +133,10 @@ def test_fail_fast_follows_the_verdict_rule_of_the_profile(monkeypatch):
         else profiles.claim_of(tier, name),
     )  # fmt: skip
     tiers = ["contract", "greedy", "generation"]
-    lossless = run_checks("reference", tiers=tiers, quick=True, fail_fast=True, profile="lossless")
+    lossless = run_checks(reference, tiers=tiers, quick=True, fail_fast=True, profile="lossless")
     assert lossless.passed
     assert any(r.tier == "generation" and r.status is Status.PASSED for r in lossless.results)
-    conformance = run_checks("reference", tiers=tiers, quick=True, fail_fast=True)
+    conformance = run_checks(reference, tiers=tiers, quick=True, fail_fast=True)
     assert not conformance.passed
     [stopped] = [r for r in conformance.results if r.tier == "generation"]
     assert stopped.status is Status.SKIPPED

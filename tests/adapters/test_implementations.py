@@ -13,7 +13,7 @@ import pytest
 
 import spec_verify
 import spec_verify.properties
-from spec_verify.adapters import BatchedImplementation, Implementation, load_implementation
+from spec_verify.adapters import BatchedImplementation, Implementation
 from spec_verify.cli import main
 from spec_verify.errors import ImplementationError
 from spec_verify.reference import CacheMismatch, SamplingParams, request_rng
@@ -133,19 +133,17 @@ def test_an_implementation_must_define_verify_draft() -> None:
         Empty()  # type: ignore[abstract]
 
 
-def test_only_batch_capable_adapters_are_batched() -> None:
+def test_only_batch_capable_adapters_are_batched(reference) -> None:
     from spec_verify.adapters import FfiImplementation
 
     assert issubclass(FfiImplementation, Implementation)
     assert isinstance(FfiImplementation("/nonexistent.so"), BatchedImplementation)
-    reference = load_implementation("reference")
     assert isinstance(reference, Implementation)
     assert not isinstance(reference, BatchedImplementation)
     assert not isinstance(_Minimal(), BatchedImplementation)
 
 
-def test_the_python_adapter_answers_from_its_module() -> None:
-    reference = load_implementation("reference")
+def test_the_python_adapter_answers_from_its_module(reference) -> None:
     assert reference.generation_module() is not None
     assert reference.own_attribute("PromptLookupDraft") is not None
     assert reference.own_attribute("no_such_name") is None

@@ -309,6 +309,6 @@ def test_a_wrong_sampler_driven_by_the_uniforms_stays_wrong() -> None:
         assert witness_holds(impl, w.round, w.leaf).applies
 
 
-def test_the_injection_probe_accepts_the_reference() -> None:
-    probe = injection_probe(load_implementation("reference"))
+def test_the_injection_probe_accepts_the_reference(reference) -> None:
+    probe = injection_probe(reference)
     assert probe.applies and probe.calls == 2 * 2 * PROBE_SCRIPTS

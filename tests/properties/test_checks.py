@@ -24,11 +24,6 @@ ACCEPT_ALL = "python:tests.properties.impls.accept_all"
 QUICK = settings(deadline=None, max_examples=25, suppress_health_check=[HealthCheck.too_slow])
 
 
-@pytest.fixture(scope="module")
-def reference() -> Any:
-    return load_implementation("reference")
-
-
 def test_property_names_are_stable() -> None:
     assert PROPERTIES == (
         "emitted_is_accepted_plus_one",
@@ -407,16 +402,18 @@ def test_every_property_has_a_planted_bug() -> None:
 
 @QUICK
 @given(case=sv.verify_cases())
-def test_verify_properties_hold_on_the_reference(case: VerifyCase) -> None:
-    impl = load_implementation("reference")
+def test_verify_properties_hold_on_the_reference(reference_worker, case: VerifyCase) -> None:
+    impl = reference_worker  # session-scoped: hypothesis runs many examples per call
     for check in checks.VERIFY_PROPERTIES.values():
         check(impl, case)
 
 
 @settings(QUICK, max_examples=5)
 @given(case=sv.generation_cases())
-def test_generation_properties_hold_on_the_reference(case: GenerationCase) -> None:
-    impl = load_implementation("reference")
+def test_generation_properties_hold_on_the_reference(
+    reference_worker, case: GenerationCase
+) -> None:
+    impl = reference_worker  # session-scoped: hypothesis runs many examples per call
     for check in checks.GENERATION_PROPERTIES.values():
         check(impl, case)
 

@@ -14,8 +14,8 @@ from spec_verify.results import Status
 ACCEPT_ALL = "python:tests.properties.impls.accept_all"
 
 
-def test_the_reference_passes_every_property() -> None:
-    results = run_property_tier(load_implementation("reference"), max_examples=8, seed=1)
+def test_the_reference_passes_every_property(reference) -> None:
+    results = run_property_tier(reference, max_examples=8, seed=1)
     assert [r.name for r in results] == list(PROPERTIES)
     for result in results:
         assert result.tier == "properties"
@@ -68,6 +68,6 @@ def test_missing_capabilities_are_skipped() -> None:
     assert all(r.status is Status.PASSED for r in results if r.name not in skipped)
 
 
-def test_unknown_property_names_are_refused() -> None:
+def test_unknown_property_names_are_refused(reference) -> None:
     with pytest.raises(InvalidArgument, match="unknown property names \\['nope'\\]"):
-        run_property_tier(load_implementation("reference"), properties=["nope"])
+        run_property_tier(reference, properties=["nope"])

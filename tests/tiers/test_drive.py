@@ -27,8 +27,8 @@ def test_a_python_implementation_runs_call_by_call_from_its_own_stream() -> None
     assert verifier(_requests(40)) == [(list(e), int(a)) for e, a in direct]
 
 
-def test_rounds_are_reproducible_from_the_seed_and_differ_across_seeds() -> None:
-    impl = load_implementation("reference")
+def test_rounds_are_reproducible_from_the_seed_and_differ_across_seeds(reference) -> None:
+    impl = reference
 
     def run(seed: int) -> list[tuple[list[int], int]]:
         return SampledVerifier(impl, impl.params(), np.random.SeedSequence(seed))(
@@ -39,8 +39,8 @@ def test_rounds_are_reproducible_from_the_seed_and_differ_across_seeds() -> None
     assert run(1) != run(2)
 
 
-def test_a_rejected_round_raises_as_a_direct_call_would() -> None:
-    impl = load_implementation("reference")
+def test_a_rejected_round_raises_as_a_direct_call_would(reference) -> None:
+    impl = reference
     verifier = SampledVerifier(impl, impl.params(), np.random.SeedSequence(0))
     with pytest.raises(ValueError, match="draft_ids"):
         verifier([VerifyRequest(ROWS, [7], Q)])

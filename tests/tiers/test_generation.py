@@ -32,8 +32,8 @@ def test_a_broken_log_is_named(log, ids, words):
     assert problem is not None and words in problem
 
 
-def test_the_reference_passes_every_generation_check():
-    results = run_generation_tier(load_implementation("reference"), quick=True)
+def test_the_reference_passes_every_generation_check(reference):
+    results = run_generation_tier(reference, quick=True)
     assert [r.name for r in results] == ["rollback", "stats", "eos_stop_budget", "logprobs",
                                          "drafts"]
     assert all(r.passed for r in results), [r.message for r in results if not r.passed]

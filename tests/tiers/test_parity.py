@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 
 from spec_verify.adapters import Implementation
-from spec_verify.adapters._implementations import load_implementation
 from spec_verify.reference import SamplingParams, verify_draft
 from spec_verify.results import Status
 from spec_verify.tiers import _cases
@@ -92,8 +91,8 @@ def iter_source(values):
     return Source()
 
 
-def test_the_reference_keeps_parity_with_itself():
-    results = run_parity_tier(load_implementation("reference"), n_cases=400)
+def test_the_reference_keeps_parity_with_itself(reference):
+    results = run_parity_tier(reference, n_cases=400)
     assert [r.name for r in results] == ["verify_draft", "sampling_distribution",
                                          "prompt_lookup", "pcg32", "verify_tree"]  # fmt: skip
     assert all(r.status is Status.PASSED for r in results), [r.message for r in results]
@@ -127,8 +126,8 @@ def test_shrinking_keeps_the_failure_and_never_grows():
 
 
 @pytest.mark.parametrize("ulps", [0, 3])
-def test_distributions_within_a_few_ulps_keep_parity(monkeypatch, ulps):
-    reference = load_implementation("reference")
+def test_distributions_within_a_few_ulps_keep_parity(reference, monkeypatch, ulps):
+
 
     class Nudged(Implementation):
         name = "python:nudged"
@@ -151,8 +150,8 @@ def test_distributions_within_a_few_ulps_keep_parity(monkeypatch, ulps):
     assert result.details["max_ulps"] == pytest.approx(ulps, abs=0.01)
 
 
-def test_distributions_beyond_the_tolerance_fail():
-    reference = load_implementation("reference")
+def test_distributions_beyond_the_tolerance_fail(reference):
+
 
     class Off(Implementation):
         name = "python:off"

@@ -42,14 +42,9 @@ DELTA = 0.1
 
 
 @pytest.fixture(scope="module")
-def reference() -> Any:
-    return load_implementation("reference")
-
-
-@pytest.fixture(scope="module")
-def reference_results(reference: Any) -> dict[str, Any]:
+def reference_results(reference_worker: Any) -> dict[str, Any]:
     """The default gate run: family alpha 1e-6, delta 0.05, power 0.99, seed 0."""
-    return {r.name: r for r in run_statistical_tier(reference)}
+    return {r.name: r for r in run_statistical_tier(reference_worker)}
 
 
 # --- the plan ----------------------------------------------------------------------------------
@@ -127,12 +122,12 @@ BAD_ARGUMENTS = [
 
 
 @pytest.mark.parametrize(("kwargs", "argument", "rule"), BAD_ARGUMENTS)
-def test_bad_arguments(kwargs: dict[str, Any], argument: str, rule: str) -> None:
+def test_bad_arguments(reference, kwargs: dict[str, Any], argument: str, rule: str) -> None:
     with pytest.raises(InvalidArgument, match=rule) as info:
         plan_statistical_tier(None, **kwargs)
     assert info.value.argument == argument
     with pytest.raises(InvalidArgument, match=rule):
-        run_statistical_tier(load_implementation("reference"), **kwargs)
+        run_statistical_tier(reference, **kwargs)
 
 
 def test_over_budget_names_the_check() -> None:

@@ -11,11 +11,6 @@ from spec_verify.results import Status
 from spec_verify.tiers.tree import check_tree_argmax, check_tree_exact, check_tree_parity
 
 
-@pytest.fixture(scope="module")
-def reference():
-    return load_implementation("reference")
-
-
 class _Crashing:
     name = "crashing"
     capabilities = frozenset({"verify_tree", "injected_uniforms"})
