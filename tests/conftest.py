@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import time
@@ -23,8 +24,9 @@ from spec_verify.adapters._process import descendants, kill_tree
 # A process a test started must be gone this long after the test ends (killing a worker tree
 # is asynchronous; 30 s is far beyond what a loaded machine needs for a SIGKILL to land).
 _STRAY_GRACE = 30.0
-# The shared reference worker's process: the only child allowed to outlive a test.
-_SHARED_PIDS: set[int] = set()
+# The shared workers' processes: the only children allowed to outlive a test.
+_SHARED_PIDS: set[int | None] = set()
+_SHARED_OF: dict[int, int] = {}  # id of a session's implementation -> its worker's pid
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -45,45 +47,57 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip)
 
 
-def _worker_pid(impl: Any) -> int | None:
-    session = getattr(impl, "_session", None)
-    return None if session is None else session.worker.pid
-
-
 @pytest.fixture(scope="session")
 def reference_worker() -> Iterator[Any]:
     """The session's one worker for the bundled reference (use ``reference`` in a test)."""
     from spec_verify.adapters import load_implementation
 
     impl = load_implementation("reference")
+    allow_to_outlive_tests(impl)
     try:
         yield impl
     finally:
         impl.close()
 
 
+# What run_checks and tiers write onto an implementation they are given (issue: they leave it).
 _RESTORED = ("timeout", "current_timeout", "capabilities", "budget", "budget_deadline")
+
+
+@contextlib.contextmanager
+def shared(impl: Any) -> Iterator[Any]:
+    """Lend a session's implementation to one test: what the test (or ``run_checks``) writes
+    onto it, and the calls it remembers as hung, are put back afterwards. A test that closes
+    or kills its worker gets a fresh one on the next call (the adapters restart a lost worker),
+    and that one becomes the session's."""
+    saved = {name: getattr(impl, name) for name in _RESTORED if hasattr(impl, name)}
+    hung = dict(getattr(impl, "_hung", {}))
+    try:
+        yield impl
+    finally:
+        for name, value in saved.items():
+            setattr(impl, name, value)
+        if hasattr(impl, "_hung"):
+            impl._hung.clear()
+            impl._hung.update(hung)
+        allow_to_outlive_tests(impl)
+
+
+def allow_to_outlive_tests(impl: Any) -> None:
+    """Let the worker ``impl`` has now run on after the test (a session's implementation)."""
+    session = getattr(impl, "_session", None)
+    worker = session.worker if session is not None else getattr(impl, "_worker", None)
+    _SHARED_PIDS.discard(_SHARED_OF.pop(id(impl), None))
+    if worker is not None:
+        _SHARED_PIDS.add(worker.pid)
+        _SHARED_OF[id(impl)] = worker.pid
 
 
 @pytest.fixture
 def reference(reference_worker: Any) -> Iterator[Any]:
-    """The shared reference worker, as it was when loaded: ``run_checks`` writes ``timeout``,
-    ``budget`` and ``capabilities`` onto an implementation it is given, and a hang is
-    remembered; both are undone after the test. A test that closes or kills the worker gets
-    a fresh one started on the next call (the adapter restarts a lost worker)."""
-    saved = {name: getattr(reference_worker, name) for name in _RESTORED}
-    hung = dict(reference_worker._hung)
-    try:
-        yield reference_worker
-    finally:
-        for name, value in saved.items():
-            setattr(reference_worker, name, value)
-        reference_worker._hung.clear()
-        reference_worker._hung.update(hung)
-        pid = _worker_pid(reference_worker)
-        _SHARED_PIDS.clear()
-        if pid is not None:
-            _SHARED_PIDS.add(pid)
+    """The shared reference worker, as it was when loaded (see ``shared``)."""
+    with shared(reference_worker) as impl:
+        yield impl
 
 
 @pytest.fixture(autouse=True)

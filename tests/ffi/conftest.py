@@ -1,16 +1,21 @@
 """Fixtures for the C-ABI tests: the misbehaving C libraries and the hostile ones of
 ``hostile/`` (compiled with gcc once per session) and the Rust port with its planted-bug
-variants (built with cargo once per session, in parallel; each feature set has its own target
-directory, so rebuilds are incremental)."""
+variants (built with cargo together, once for all sessions; each feature set has its own target
+directory, so rebuilds are no-ops), and one shared worker for the clean port."""
 
 from __future__ import annotations
 
+import fcntl
 import pathlib
 import shutil
 import subprocess
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import pytest
+
+from tests.conftest import shared
 
 LIBS = pathlib.Path(__file__).parent / "libs"
 HOSTILE = pathlib.Path(__file__).parent / "hostile"
@@ -88,26 +93,62 @@ def hostile_c_libs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, pathli
         return dict(pool.map(build, sorted(HOSTILE.glob("*.c"))))
 
 
-def _build(features: tuple[str, ...]) -> pathlib.Path:
+CRATE = pathlib.Path(__file__).resolve().parents[2] / "rust" / "spec_verify_port"
+# Every feature set the tests use, built together once: by the first test session (or xdist
+# worker) that needs one, under a lock the others wait on; theirs are then no-op cargo checks.
+FEATURE_SETS = ((), *((bug,) for bug in PLANTED_BUGS))
+
+
+def _build_all() -> dict[tuple[str, ...], pathlib.Path]:
     from spec_verify.adapters._rust_build import PortBuildError, build_port, find_cargo
 
     if find_cargo() is None:
         pytest.skip("cargo not found: the Rust port cannot be built")
+    lock_path = CRATE / "target" / "variants.lock"
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
     try:
-        return build_port(features)
+        with open(lock_path, "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            # The crate passed explicitly: an installed spec_verify does not know the checkout.
+            with ThreadPoolExecutor(max_workers=2) as pool:
+                built = pool.map(lambda f: build_port(f, crate_dir=CRATE), FEATURE_SETS)
+                return dict(zip(FEATURE_SETS, built, strict=True))
     except PortBuildError as exc:
         pytest.fail(f"the Rust port did not build: {exc}")
 
 
 @pytest.fixture(scope="session")
-def rust_port() -> pathlib.Path:
-    """The clean Rust port's shared library."""
-    return _build(())
+def rust_builds() -> dict[tuple[str, ...], pathlib.Path]:
+    """feature set -> its shared library (the clean port is ``()``)."""
+    return _build_all()
 
 
 @pytest.fixture(scope="session")
-def rust_variants(rust_port: pathlib.Path) -> dict[str, pathlib.Path]:
+def rust_port(rust_builds: dict[tuple[str, ...], pathlib.Path]) -> pathlib.Path:
+    """The clean Rust port's shared library."""
+    return rust_builds[()]
+
+
+@pytest.fixture(scope="session")
+def rust_variants(rust_builds: dict[tuple[str, ...], pathlib.Path]) -> dict[str, pathlib.Path]:
     """feature -> the shared library of the port built with that one planted bug."""
-    with ThreadPoolExecutor(max_workers=3) as pool:
-        paths = list(pool.map(lambda f: _build((f,)), PLANTED_BUGS))
-    return dict(zip(PLANTED_BUGS, paths, strict=True))
+    return {bug: rust_builds[(bug,)] for bug in PLANTED_BUGS}
+
+
+@pytest.fixture(scope="session")
+def port_worker(rust_port: pathlib.Path) -> Iterator[Any]:
+    """The session's one worker for the clean port (use ``port`` in a test)."""
+    from spec_verify.adapters import load_implementation
+
+    impl = load_implementation(f"ffi:{rust_port}")
+    try:
+        yield impl
+    finally:
+        impl.close()
+
+
+@pytest.fixture
+def port(port_worker: Any) -> Iterator[Any]:
+    """The clean port's shared worker, lent to one test (``tests/conftest.py``: ``shared``)."""
+    with shared(port_worker) as impl:
+        yield impl

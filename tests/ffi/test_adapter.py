@@ -136,11 +136,9 @@ def test_garbage_is_an_implementation_error(c_libs, name, words):
         impl.close()
 
 
-@pytest.fixture(scope="module")
-def impl(rust_port):
-    impl = load_implementation(f"ffi:{rust_port}")
-    yield impl
-    impl.close()
+@pytest.fixture
+def impl(port):
+    return port
 
 
 @pytest.mark.rust
@@ -271,18 +269,14 @@ def test_the_worker_imports_spec_verify_from_where_the_harness_did(rust_port, tm
 
 @pytest.mark.rust
 @pytest.mark.parametrize("limit", [None, 2])
-def test_a_scripted_batch_equals_the_calls_one_by_one(rust_port, limit):
+def test_a_scripted_batch_equals_the_calls_one_by_one(port, limit):
     from tests.adapters.test_scripted_many import _batched, _one_by_one, _round, _scripts
 
-    impl = load_implementation(f"ffi:{rust_port}")
     local = load_implementation("reference", in_process=True)
-    try:
-        args, scripts = _round(), _scripts(600)  # more than one batch (512 calls)
-        want = _one_by_one(local, args, scripts, limit)
-        assert _one_by_one(impl, args, scripts, limit) == want
-        assert _batched(impl, args, scripts, limit) == want
-    finally:
-        impl.close()
+    args, scripts = _round(), _scripts(600)  # more than one batch (512 calls)
+    want = _one_by_one(local, args, scripts, limit)
+    assert _one_by_one(port, args, scripts, limit) == want
+    assert _batched(port, args, scripts, limit) == want
 
 
 def test_a_batch_is_cut_into_frames_under_the_wires_limit():
@@ -300,21 +294,17 @@ def test_a_batch_is_cut_into_frames_under_the_wires_limit():
 
 
 @pytest.mark.rust
-def test_a_batch_in_several_frames_answers_as_one(rust_port, monkeypatch):
+def test_a_batch_in_several_frames_answers_as_one(port, monkeypatch):
     import spec_verify.adapters._ffi_adapter as adapter
 
-    impl = load_implementation(f"ffi:{rust_port}")
-    try:
-        rng = np.random.default_rng(4)
-        calls = []
-        for seed in range(12):
-            logits = rng.normal(size=(3, 50))
-            probs = np.exp(logits[:2]) / np.exp(logits[:2]).sum(axis=1, keepdims=True)
-            calls.append(impl.verify_call(logits, [1, 2], probs, SamplingParams(), [], [],
-                                          ("seed", seed)))
-        whole = impl.batch(calls)
-        monkeypatch.setattr(adapter, "_FRAME_BYTES", 3000)  # about two calls per frame
-        assert len(adapter._frames(calls)) >= 5
-        assert impl.batch(calls) == whole
-    finally:
-        impl.close()
+    rng = np.random.default_rng(4)
+    calls = []
+    for seed in range(12):
+        logits = rng.normal(size=(3, 50))
+        probs = np.exp(logits[:2]) / np.exp(logits[:2]).sum(axis=1, keepdims=True)
+        calls.append(port.verify_call(logits, [1, 2], probs, SamplingParams(), [], [],
+                                      ("seed", seed)))
+    whole = port.batch(calls)
+    monkeypatch.setattr(adapter, "_FRAME_BYTES", 3000)  # about two calls per frame
+    assert len(adapter._frames(calls)) >= 5
+    assert port.batch(calls) == whole

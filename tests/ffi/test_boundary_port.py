@@ -52,10 +52,10 @@ def test_a_boundary_bug_fails_on_ten_more_seeds(rust_variants, bug):
 
 
 @pytest.mark.rust
-def test_status_names_are_the_headers(rust_port, c_libs):
+def test_status_names_are_the_headers(port, c_libs):
     from spec_verify.tiers._abi_steps import check_status_names
 
-    port = check_status_names(load_implementation(f"ffi:{rust_port}"), lambda: "repro")
+    port = check_status_names(port, lambda: "repro")
     assert port.status is Status.PASSED, port.message
     stub = check_status_names(load_implementation(f"ffi:{c_libs['bad_ids']}"), lambda: "repro")
     assert stub.status is Status.FAILED and "the header says 'SV_E_INTERNAL'" in stub.message

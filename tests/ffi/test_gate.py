@@ -31,8 +31,8 @@ def _failing_tiers(report):
 
 
 @pytest.mark.rust
-def test_the_port_passes_the_fast_tiers(rust_port):
-    report = run_checks(f"ffi:{rust_port}", tiers=FAST_TIERS, quick=True)
+def test_the_port_passes_the_fast_tiers(port):
+    report = run_checks(port, tiers=FAST_TIERS, quick=True)
     assert report.passed, [r.message for r in report.failures()]
     assert {r.tier for r in report.results} == set(FAST_TIERS)
 

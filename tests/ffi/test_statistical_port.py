@@ -23,8 +23,8 @@ def _statuses(path, checks=VERIFY_CHECKS):
 
 
 @pytest.mark.rust
-def test_rounds_are_batched_from_the_librarys_own_stream_and_reproducible(rust_port):
-    impl = load_implementation(f"ffi:{rust_port}")
+def test_rounds_are_batched_from_the_librarys_own_stream_and_reproducible(port):
+    impl = port
     requests = [VerifyRequest(ROWS, [i % 3], Q) for i in range(300)]
 
     def run(seed):
@@ -40,8 +40,8 @@ def test_rounds_are_batched_from_the_librarys_own_stream_and_reproducible(rust_p
 
 
 @pytest.mark.rust
-def test_a_rejected_round_raises_across_the_boundary(rust_port):
-    impl = load_implementation(f"ffi:{rust_port}")
+def test_a_rejected_round_raises_across_the_boundary(port):
+    impl = port
     verifier = SampledVerifier(impl, impl.params(), np.random.SeedSequence(0))
     with pytest.raises(ValueError, match="draft_ids"):
         verifier([VerifyRequest(ROWS, [7], Q)])
@@ -76,9 +76,9 @@ def test_a_library_that_crashes_is_an_error_per_check_and_the_tier_finishes(c_li
 
 
 @pytest.mark.rust
-def test_the_port_passes_the_tree_checks_and_its_tree_bug_fails_them(rust_port, rust_variants):
+def test_the_port_passes_the_tree_checks_and_its_tree_bug_fails_them(port, rust_variants):
     trees = [name for name in check_names() if name.startswith("tree.")]
-    port = run_statistical_tier(load_implementation(f"ffi:{rust_port}"), checks=trees, delta=0.1)
+    port = run_statistical_tier(port, checks=trees, delta=0.1)
     assert [r.status for r in port] == [Status.PASSED] * len(trees), [r.message for r in port]
     bug = load_implementation(f"ffi:{rust_variants['bug_tree_stale_residual']}")
     failed = {r.name for r in run_statistical_tier(bug, checks=trees, delta=0.1)

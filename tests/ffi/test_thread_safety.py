@@ -19,8 +19,8 @@ def _run(path: object, seed: int, impl: object = None) -> Status:
 
 
 @pytest.mark.rust
-def test_the_clean_port_passes(rust_port):
-    impl = load_implementation(f"ffi:{rust_port}")
+def test_the_clean_port_passes(rust_port, port):
+    impl = port
     assert [_run(rust_port, seed, impl) for seed in range(3)] == [Status.PASSED] * 3
 
 
@@ -33,8 +33,8 @@ def test_a_shared_scratch_buffer_fails(rust_variants):
 
 
 @pytest.mark.rust
-def test_the_worker_runs_calls_concurrently_and_in_order(rust_port):
-    impl = load_implementation(f"ffi:{rust_port}")
+def test_the_worker_runs_calls_concurrently_and_in_order(port):
+    impl = port
     calls = [("pcg32_uniforms", {"initstate": s, "initseq": 54, "n": 3}, None) for s in range(9)]
     serial = impl.batch(calls)
     assert [o[1].tolist() for o in impl.batch(calls, threads=THREADS)] == [

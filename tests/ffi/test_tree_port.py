@@ -31,8 +31,7 @@ HAND_Q = [np.array([0.5, 1 / 3, 1 / 6]), None, None]
 
 
 @pytest.mark.rust
-def test_the_port_offers_trees_and_an_old_library_is_still_accepted(rust_port, c_libs):
-    port = load_implementation(f"ffi:{rust_port}")
+def test_the_port_offers_trees_and_an_old_library_is_still_accepted(port, c_libs):
     assert "verify_tree" in port.capabilities
     old = load_implementation(f"ffi:{c_libs['bad_ids']}")  # exports ABI v1 without trees
     assert "verify_tree" not in old.capabilities
@@ -69,10 +68,9 @@ def test_the_binding_says_what_the_header_says():
 @pytest.mark.rust
 @pytest.mark.parametrize("make", [lambda: request_rng(7), lambda: random.Random(7),
                                   lambda: np.random.default_rng(7)])
-def test_the_adapter_takes_any_source_and_leaves_it_where_the_reference_does(rust_port, make):
+def test_the_adapter_takes_any_source_and_leaves_it_where_the_reference_does(port, make):
     """Copyable sources are pre-drawn (2n + 1) and advanced by the count drawn; others are asked
     one uniform at a time: either way the same result and the same final state."""
-    port = load_implementation(f"ffi:{rust_port}")
     rows = np.log(np.array([[0.2, 0.3, 0.5], [0.6, 0.2, 0.2], [0.1, 0.1, 0.8], [0.3, 0.3, 0.4],
                             [0.5, 0.25, 0.25]]))
     parents, tokens = [-1, -1, 0, 0], [2, 1, 0, 2]
@@ -89,8 +87,7 @@ def test_the_adapter_takes_any_source_and_leaves_it_where_the_reference_does(rus
 
 
 @pytest.mark.rust
-def test_greedy_draws_nothing_and_sampling_needs_a_source(rust_port):
-    port = load_implementation(f"ffi:{rust_port}")
+def test_greedy_draws_nothing_and_sampling_needs_a_source(port):
     rows = np.log(np.array([[0.2, 0.3, 0.5], [0.6, 0.2, 0.2], [0.1, 0.1, 0.8]]))
     assert port.verify_tree(rows, [-1, -1], [2, 1], None, port.params(temperature=0.0), [],
                             None) == ([2, 0], [0])
@@ -99,8 +96,7 @@ def test_greedy_draws_nothing_and_sampling_needs_a_source(rust_port):
 
 
 @pytest.mark.rust
-def test_the_port_names_the_node_of_a_bad_tree(rust_port):
-    port = load_implementation(f"ffi:{rust_port}")
+def test_the_port_names_the_node_of_a_bad_tree(port):
     with pytest.raises(ValueError, match="node 1 has parent 2"):
         port.verify_tree(np.zeros((4, 3)), [-1, 2, 0], [0, 1, 2], None, port.params(), [],
                          request_rng(0))
@@ -110,8 +106,7 @@ def test_the_port_names_the_node_of_a_bad_tree(rust_port):
 
 
 @pytest.mark.rust
-def test_the_port_passes_the_tree_checks(rust_port):
-    port = load_implementation(f"ffi:{rust_port}")
+def test_the_port_passes_the_tree_checks(port):
     for check in (check_tree_exact, check_tree_argmax, check_tree_parity):
         result = check(port, quick=True)
         assert result is not None and result.status is Status.PASSED, result.message
