@@ -71,8 +71,20 @@ _CLAIMS: dict[tuple[str, str], tuple[Claim, str]] = {
     ),
     ("statistical", "sequence.two_drafts"): (
         Claim.EFFICIENCY,
-        "a round's emitted tuple includes how many drafts were kept: a lossless sampler that "
-        "accepts less has another tuple law",
+        "a round's emitted tuple is the token rule's, with how many drafts were kept: a "
+        "lossless rule that accepts more (block verification) or less has another tuple law; "
+        "the sequence.law_* checks ask the law question",
+    ),
+    ("exact", "expected_length"): (
+        Claim.EFFICIENCY,
+        "tokens per round is the token rule's round-length law: a lossless rule that accepts "
+        "more (block verification) or less (sampler-match) has another",
+    ),
+    ("exact", "tree"): (
+        Claim.CONFORMANCE,
+        "per fixed tree the law is the contract's tree rule's: a lossless multi-draft rule "
+        "(SpecTr K-SEQ) has another per-tree law and the target's law over the drafts, which "
+        "the statistical tree checks test",
     ),
 }
 

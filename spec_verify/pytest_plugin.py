@@ -245,6 +245,15 @@ def _implementation(config: pytest.Config) -> Any:
     return config.stash[_IMPL_KEY]
 
 
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Stop the session's implementation worker when the session ends (pytest run in process,
+    as pytester and IDEs do, keeps the config alive long after)."""
+    impl = config.stash.get(_IMPL_KEY, None)
+    close = getattr(impl, "close", None)
+    if close is not None:
+        close()
+
+
 @pytest.fixture(scope="session")
 def spec_impl(request: pytest.FixtureRequest) -> Any:
     """The implementation under test, loaded from ``--spec-impl``."""

@@ -277,7 +277,8 @@ class SequenceCheck(StatisticalCheck):
         prefixes: list[tuple[int, ...]] = [()]
         for depth in range(self.m + 1):
             for prefix in prefixes:
-                target[prefix] = dist(zeros=depth % 2)  # some target rows rule tokens out
+                # some target rows rule tokens out (not over two tokens: rows stay random)
+                target[prefix] = dist(zeros=depth % 2 if V > 2 else 0)
                 if depth < self.m:
                     draft[prefix] = dist(zeros=(depth + 1) % 2)
             prefixes = [(*prefix, t) for prefix in prefixes for t in range(V)]
@@ -315,6 +316,71 @@ class SequenceCheck(StatisticalCheck):
 
         def draw(count: int) -> list[Sample]:
             return [tuple(emitted) for emitted, _ in verify([request() for _ in range(count)])]
+
+        return _Sampler(draw)
+
+
+@dataclass(frozen=True)
+class ChainLawCheck(SequenceCheck):
+    """Everything a round of ``m`` drafts emits, continued with the target's own draws to
+    ``m + 1`` tokens, follows the target's law of ``m + 1`` tokens: the LAW claim for chains,
+    whatever the rule accepts (token or block verification, sampler-match, another draw order).
+
+    Target and draft are exact tables over ``vocab_size`` tokens after every prefix, as in
+    ``SequenceCheck`` (context-dependent: every position has its own row). The harness draws
+    the drafts ``x_i ~ q(x_<i)``, or, with ``deterministic``, takes the draft's most likely
+    token after each prefix and passes ``draft_probs=None``; it continues the emitted ids with
+    the target's rows to ``m + 1`` tokens. A round that emits more than ``m + 1`` ids, or
+    rows from the wrong position (a bonus token from another row, one uniform reused across
+    positions, a biased block residual), moves this law, not necessarily the first token's.
+    """
+
+    deterministic: bool = False
+
+    @cached_property
+    def _law(self) -> dict[Sample, float]:
+        from spec_verify.reference.exact import exact_target_sequences
+
+        target, _ = self._tables
+        law = exact_target_sequences(target.__getitem__, (), self.m + 1)
+        return {seq: float(prob) for seq, prob in sorted(law.items()) if prob}
+
+    def start(
+        self, impl: Implementation, harness: np.random.Generator, seeds: np.random.SeedSequence
+    ) -> _Sampler:
+        target, draft = self._tables
+        logits = {prefix: _logits_from(dist) for prefix, dist in target.items()}
+        cdfs = {prefix: _floats(dist) for prefix, dist in target.items()}
+        q = {prefix: _floats(dist) for prefix, dist in draft.items()}
+        verify = SampledVerifier(impl, impl.params(), seeds)
+        length = self.m + 1
+
+        def request() -> VerifyRequest:
+            prefix: tuple[int, ...] = ()
+            for _ in range(self.m):
+                row = q[prefix]
+                token = int(np.argmax(row)) if self.deterministic else int(
+                    _choose(harness, row, 1)[0]
+                )
+                prefix = (*prefix, token)
+            rows = np.vstack([logits[prefix[:i]] for i in range(self.m + 1)])
+            probs = None if self.deterministic else np.vstack(
+                [q[prefix[:i]] for i in range(self.m)]
+            )
+            return VerifyRequest(rows, list(prefix), probs)
+
+        def continued(emitted: Sequence[int], tail: NDArray[np.float64]) -> Sample:
+            out = tuple(int(t) for t in emitted)
+            if len(out) > length:  # more ids than a round may emit: an outcome of law 0
+                return out
+            for j in range(len(out), length):
+                out = (*out, _pick(cdfs[out], float(tail[j])))
+            return out
+
+        def draw(count: int) -> list[Sample]:
+            rounds = verify([request() for _ in range(count)])
+            tail = harness.random(size=(count, length))
+            return [continued(emitted, tail[i]) for i, (emitted, _) in enumerate(rounds)]
 
         return _Sampler(draw)
 
@@ -744,6 +810,34 @@ STATISTICAL_CHECKS: tuple[StatisticalCheck, ...] = (
             "presence_penalty": 0.2,
             "frequency_penalty": 0.1,
         },
+    ),
+    # Chains (last, so that the checks before keep their seed streams): everything a round
+    # emits, continued with the target (the LAW claim; the tuple law above is the token
+    # rule's and only measures it).
+    ChainLawCheck(
+        "sequence.law_k2",
+        "a round of two sampled drafts, continued with the target: three tokens follow the "
+        "target's joint law",
+        vocab_size=3,
+        table_seed=31,
+        m=2,
+    ),
+    ChainLawCheck(
+        "sequence.law_k4",
+        "a round of four sampled drafts, continued with the target: five tokens follow the "
+        "target's joint law",
+        vocab_size=2,
+        table_seed=32,
+        m=4,
+    ),
+    ChainLawCheck(
+        "sequence.law_k3_deterministic",
+        "a round of three deterministic drafts (the draft's argmax, draft_probs None), "
+        "continued with the target: four tokens follow the target's joint law",
+        vocab_size=3,
+        table_seed=33,
+        m=3,
+        deterministic=True,
     ),
 )
 

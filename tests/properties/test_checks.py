@@ -386,8 +386,12 @@ def test_every_property_fails_on_a_planted_bug_naming_itself(
     name: str, impl: Any, run: Callable[[Any], None], fragment: str, reference: Any
 ) -> None:
     run(reference)  # the same case passes on the reference: the check can tell them apart
-    with pytest.raises(PropertyViolation, match=re.escape(fragment)) as info:
-        run(_load(impl))
+    planted = _load(impl)
+    try:
+        with pytest.raises(PropertyViolation, match=re.escape(fragment)) as info:
+            run(planted)
+    finally:
+        getattr(planted, "close", lambda: None)()
     assert info.value.property == name
     assert str(info.value).startswith(f"property {name} violated: ")
 
