@@ -116,6 +116,8 @@ def _public_callables():
 
 
 # Ids by name only: a function's repr holds its address, which differs between xdist workers.
-@pytest.mark.parametrize(("name", "value"), [pytest.param(n, v, id=n) for n, v in _public_callables()])
+@pytest.mark.parametrize(
+    ("name", "value"), [pytest.param(n, v, id=n) for n, v in _public_callables()]
+)
 def test_every_public_function_and_class_has_a_docstring(name, value):
     assert (value.__doc__ or "").strip(), f"{name} has no docstring"
