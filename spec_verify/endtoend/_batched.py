@@ -13,15 +13,21 @@ draft), ``target_probs`` (total, V) one target row per drafted position, ``bonus
 generator; it returns (batch, max_k + 1) token ids, -1 for padding. Arrays are numpy, or torch
 tensors with ``backend="torch"``; probabilities are in ``dtype``.
 
-``check_batched(kernel)`` runs the request under test (the seed's V = 5 case, two drafts drawn
-by the harness from q) alone and inside batches with other requests of random draft lengths,
-including requests with no drafts (padding). Its first emitted token must follow the target in
-every batch context (G-tests), and its law must not depend on the context (a two-sample test
-of alone against batched): Holm across all of them at ``family_alpha``.
+``check_batched(kernel)`` runs the request under test (two drafts drawn by the harness from a
+draft table, over a target whose row depends on the tokens before it, V = 3) alone and inside
+batches with other requests of random draft lengths, including requests with no drafts
+(padding). Everything it emits, continued with the target's own draws to three tokens, must
+follow the target's joint law of three tokens in every batch context (G-tests over the 27
+sequences: a bonus taken from another row, a uniform reused across positions or rows read at
+the wrong offset move it even where the first token's law is right), and that law must not
+depend on the context (a two-sample test of alone against batched): Holm across all of them at
+``family_alpha``.
 """
 
 from __future__ import annotations
 
+import itertools
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -42,9 +48,38 @@ from spec_verify.stats._validate import check_open_unit
 __all__ = ["BatchedCheckResult", "check_batched"]
 
 Kernel = Callable[..., Any]
-_P = (0.4, 0.3, 0.15, 0.1, 0.05)
-_Q = (0.1, 0.2, 0.3, 0.2, 0.2)
+_V = 3
+_K = 2  # drafts of the request under test
+_LENGTH = _K + 1  # tokens compared: everything a round can emit
 _CONTEXTS = ("alone", "first of 4", "last of 4, padded", "middle of 8, mixed lengths")
+
+
+def _tables() -> tuple[dict[tuple[int, ...], list[float]], dict[tuple[int, ...], list[float]]]:
+    """The request under test: the target's row after every prefix of up to two tokens and
+    the draft's after every prefix of up to one (fixed rationals, every entry positive)."""
+    rng = np.random.default_rng(41)
+    target: dict[tuple[int, ...], list[float]] = {}
+    draft: dict[tuple[int, ...], list[float]] = {}
+    prefixes: list[tuple[int, ...]] = [()]
+    for depth in range(_LENGTH):
+        for prefix in prefixes:
+            weights = rng.integers(1, 6, size=_V)
+            target[prefix] = [float(w) / float(weights.sum()) for w in weights]
+            if depth < _K:
+                weights = rng.integers(1, 6, size=_V)
+                draft[prefix] = [float(w) / float(weights.sum()) for w in weights]
+        prefixes = [(*prefix, t) for prefix in prefixes for t in range(_V)]
+    return target, draft
+
+
+_TARGET, _DRAFT = _tables()
+
+
+def _index(sequence: tuple[int, ...]) -> int:
+    index = 0
+    for token in sequence:
+        index = index * _V + token
+    return index
 
 
 @dataclass(frozen=True)
@@ -88,27 +123,32 @@ def check_batched(
     family_alpha = check_open_unit("family_alpha", family_alpha)
     tests = 2 * len(_CONTEXTS) - 1
     alpha = family_alpha / tests
+    cells = _V**_LENGTH
     n = max(
-        required_samples(len(_P), alpha, delta, power),
-        two_sample_required_samples(len(_P), alpha, delta, power),
+        required_samples(cells, alpha, delta, power),
+        two_sample_required_samples(cells, alpha, delta, power),
     )
     convert = _converter(dtype, backend)
+    rows = {prefix: _as_seen(convert, row, backend) for prefix, row in _TARGET.items()}
     rng = np.random.default_rng(seed)
-    firsts: dict[str, list[int]] = {}
+    outcomes: dict[str, list[int]] = {}
     try:
         for context in _CONTEXTS:
-            firsts[context] = _draw(kernel, context, n, rng, convert, backend)
+            outcomes[context] = _draw(kernel, context, n, rng, convert, backend, rows)
     except _KernelFailure as error:
         return BatchedCheckResult(False, family_alpha, dtype, backend, n, {}, {}, str(error),
                                   f"the kernel failed ({dtype} on {backend}): {error}")  # fmt: skip
-    rounded = convert(list(_P))  # the target as the kernel sees it, renormalised in float64
-    law = np.array(rounded.double().tolist() if backend == "torch" else rounded.tolist())
-    law = law / law.sum()
+    law = np.zeros(cells)
+    for sequence in itertools.product(range(_V), repeat=_LENGTH):
+        law[_index(sequence)] = math.prod(
+            rows[sequence[:i]][token] for i, token in enumerate(sequence)
+        )
     laws = {
-        c: g_test(np.bincount(firsts[c], minlength=len(_P)), law, alpha=alpha) for c in _CONTEXTS
+        c: g_test(np.bincount(outcomes[c], minlength=cells), law, alpha=alpha)
+        for c in _CONTEXTS
     }
     invariance = {
-        c: two_sample_test(firsts["alone"], firsts[c], alpha=alpha, seed=seed)
+        c: two_sample_test(outcomes["alone"], outcomes[c], alpha=alpha, seed=seed)
         for c in _CONTEXTS[1:]
     }
     names = [f"law {c}" for c in laws] + [f"alone vs {c}" for c in invariance]
@@ -142,6 +182,13 @@ def _others(context: str, rng: np.random.Generator) -> tuple[list[int], int]:
     return [int(k) for k in rng.integers(0, 5, 7)], 3
 
 
+def _as_seen(convert: Callable[[list[float]], Any], row: list[float], backend: str) -> list[float]:
+    """A target row as the kernel sees it (rounded to the dtype), renormalised in float64."""
+    rounded = convert(row)
+    values = np.array(rounded.double().tolist() if backend == "torch" else rounded.tolist())
+    return [float(v) for v in values / values.sum()]
+
+
 def _draw(
     kernel: Kernel,
     context: str,
@@ -149,10 +196,11 @@ def _draw(
     rng: np.random.Generator,
     convert: Callable[[list[float]], Any],
     backend: str,
+    rows: dict[tuple[int, ...], list[float]],
 ) -> list[int]:
-    """The first token of the request under test in ``n`` kernel calls, one batch each (the
-    request under test once per batch, so "alone" is a batch of one)."""
-    V = len(_P)
+    """The outcome of the request under test in ``n`` kernel calls, one batch each (the
+    request under test once per batch, so "alone" is a batch of one): everything it emitted,
+    continued with the target's draws (``rows``) to ``_LENGTH`` tokens, as a sequence index."""
     out: list[int] = []
     while len(out) < n:
         lengths: list[int] = []
@@ -165,25 +213,35 @@ def _draw(
         for index in range(len(others) + 1):
             if index == position:
                 under_test.append(len(lengths))
-                k, p, q = 2, list(_P), list(_Q)
-            else:
-                k = others[index if index < position else index - 1]
-                p = list(rng.dirichlet(np.ones(V)))
-                q = list(rng.dirichlet(np.ones(V)))
+                path: tuple[int, ...] = ()
+                for _ in range(_K):
+                    q = _DRAFT[path]
+                    x = int(rng.choice(_V, p=np.array(q) / sum(q)))
+                    drafts.append(x)
+                    q_rows.append(q)
+                    p_rows.append(_TARGET[path])
+                    path = (*path, x)
+                lengths.append(_K)
+                p_next = _TARGET[path]
+                bonus.append(int(rng.choice(_V, p=np.array(p_next) / sum(p_next))))
+                continue
+            k = others[index if index < position else index - 1]
+            p = list(rng.dirichlet(np.ones(_V)))
+            q = list(rng.dirichlet(np.ones(_V)))
             lengths.append(k)
             for _ in range(k):
-                drafts.append(int(rng.choice(V, p=np.array(q) / sum(q))))
+                drafts.append(int(rng.choice(_V, p=np.array(q) / sum(q))))
                 q_rows.append(q)
                 p_rows.append(p)
-            bonus.append(int(rng.choice(V, p=np.array(p) / sum(p))))
+            bonus.append(int(rng.choice(_V, p=np.array(p) / sum(p))))
         call_seed = int(rng.integers(0, 2**63))
         flat = [v for row in q_rows for v in row]
         target = [v for row in p_rows for v in row]
         args = (
             _ids(drafts, backend),
             list(lengths),
-            _rows(convert(flat), len(q_rows), V),
-            _rows(convert(target), len(p_rows), V),
+            _rows(convert(flat), len(q_rows), _V),
+            _rows(convert(target), len(p_rows), _V),
             _ids(bonus, backend),
             call_seed,
         )
@@ -202,14 +260,28 @@ def _draw(
                 f"{expected} (batch, max_k + 1) in context {context!r}"
             )
         for row in under_test:
-            token = int(matrix[row, 0])
-            if not 0 <= token < V:
-                raise _KernelFailure(
-                    f"emitted {token} as the first token of a request with 2 drafts "
-                    f"(outside [0, {V})) in context {context!r}, seed {call_seed}"
-                )
-            out.append(token)
+            emitted = _emitted(matrix[row, : _K + 1], context, call_seed)
+            tail = rng.random(_LENGTH)
+            while len(emitted) < _LENGTH:
+                cdf = np.cumsum(rows[emitted])
+                token = int(np.searchsorted(cdf, tail[len(emitted)] * cdf[-1], side="right"))
+                emitted = (*emitted, min(token, _V - 1))
+            out.append(_index(emitted))
     return out[:n]
+
+
+def _emitted(row: Any, context: str, seed: int) -> tuple[int, ...]:
+    """The ids a request emitted: a prefix of real ids (at least one), then -1 padding."""
+    ids = [int(t) for t in row]
+    count = next((i for i, t in enumerate(ids) if t == -1), len(ids))
+    bad = [t for t in ids[:count] if not 0 <= t < _V] or [t for t in ids[count:] if t != -1]
+    if count == 0 or bad:
+        what = "no token" if count == 0 else f"{bad[0]}"
+        raise _KernelFailure(
+            f"emitted {what} for a request with {_K} drafts (ids must be in [0, {_V}), "
+            f"then -1 padding: got {ids}) in context {context!r}, seed {seed}"
+        )
+    return tuple(ids[:count])
 
 
 def _ids(values: list[int], backend: str) -> Any:
