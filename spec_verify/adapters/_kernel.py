@@ -9,12 +9,13 @@ with -1). A ``python:`` module that offers such a kernel instead of the contract
     SPEC_VERIFY_KERNEL = "rejection_sample"
 
 and ``KernelImplementation`` is then its ``Implementation``: each ``verify_draft`` is one
-request in a batch of one. The harness applies the contract's processors to the target
-logits (``sampling_distribution``, with the kept drafts in the penalties' history, as the
-reference does), gives a deterministic draft (and every draft at temperature 0, where the
+request in a batch of one, and ``verify_many`` (the statistical tier's rounds) sends four
+rounds per call between filler requests of other draft lengths. The harness applies the
+contract's processors to the target logits (``sampling_distribution``, with the kept drafts
+in the penalties' history, as the reference does), gives a deterministic draft (and every draft at temperature 0, where the
 contract ignores draft probabilities) one-hot rows, samples the bonus token from the
 target's last row with one uniform of the harness's source, draws the kernel's seed from the
-next, and reads the kernel's first row back. The kernel draws from its own generator, so it
+next, and reads each request's row back. The kernel draws from its own generator, so it
 offers ``verify_draft`` and ``greedy`` but not ``injected_uniforms``: under ``--profile
 lossless`` its law is what is checked (greedy identity and the statistical tier); the exact
 tier and draw-order checks do not apply. The kernel itself runs wherever its module does (a
@@ -24,6 +25,7 @@ worker, by default); the processors, the bonus and the reading of its answer are
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -31,6 +33,7 @@ from numpy.typing import NDArray
 
 from spec_verify.adapters._implementations import (
     Implementation,
+    VerifyRound,
     apply_capabilities,
     check_capabilities,
 )
@@ -40,6 +43,23 @@ __all__ = ["KERNEL_DECLARATION", "KernelImplementation"]
 
 KERNEL_DECLARATION = "SPEC_VERIFY_KERNEL"
 _SEED_BOUND = 2**53  # the kernel's seed: an exact integer from one uniform
+_GROUP = 4  # rounds under test per kernel call in ``verify_many``
+
+
+@dataclass(frozen=True)
+class _Request:
+    ids: list[int]
+    q: NDArray[np.float64]  # (m, V)
+    rows: NDArray[np.float64]  # (m, V): the target at each drafted position
+    bonus: int
+    V: int
+    filler: bool = False
+
+
+def _filler(V: int, m: int) -> _Request:
+    """A request of another draft length in the batch (uniform rows, drafts of token 0)."""
+    flat = np.full((m, V), 1.0 / V)
+    return _Request([0] * m, flat, flat, 0, V, filler=True)
 
 
 class KernelImplementation(Implementation):
@@ -64,6 +84,36 @@ class KernelImplementation(Implementation):
         rng: Any,
         prompt: Sequence[int] = (),
     ) -> tuple[list[int], int]:
+        request = self._request(target_logits, draft_ids, draft_probs, p, history, rng, prompt)
+        seed = 0 if float(p.temperature) == 0.0 else int(float(rng.random()) * _SEED_BOUND)
+        return self._call([request], seed)[0]
+
+    def verify_many(
+        self, rounds: Sequence[VerifyRound], p: Any, rng: Any
+    ) -> list[tuple[list[int], int]]:
+        """Rounds ``_GROUP`` at a time, each kernel call a batch of several requests: the
+        rounds under test between filler requests of other draft lengths (none, and three
+        drafts), as an engine batches them, so that a kernel reading another request's rows,
+        bonus or offsets moves the law the statistical tier tests."""
+        out: list[tuple[list[int], int]] = []
+        for first in range(0, len(rounds), _GROUP):
+            group = [self._request(logits, ids, probs, p, history, rng, prompt)
+                     for logits, ids, probs, history, prompt in rounds[first:first + _GROUP]]
+            seed = 0 if float(p.temperature) == 0.0 else int(float(rng.random()) * _SEED_BOUND)
+            out.extend(self._call(group, seed))
+        return out
+
+    def _request(
+        self,
+        target_logits: NDArray[np.float64],
+        draft_ids: Sequence[int],
+        draft_probs: NDArray[np.float64] | None,
+        p: Any,
+        history: Sequence[int],
+        rng: Any,
+        prompt: Sequence[int],
+    ) -> _Request:
+        """One request of a kernel call: drafts, q rows, processed target rows, the bonus."""
         from spec_verify.reference import InvalidParams, sample, sampling_distribution
 
         ids = [int(t) for t in draft_ids]
@@ -90,28 +140,50 @@ class KernelImplementation(Implementation):
         else:
             q = np.asarray(draft_probs, dtype=np.float64).reshape(m, V)
         bonus = sample(rows[m], None if greedy else rng)
-        seed = 0 if greedy else int(float(rng.random()) * _SEED_BOUND)
-        args = (np.array(ids, dtype=np.int64), np.array([m], dtype=np.int64), q, rows[:m],
-                np.array([bonus], dtype=np.int64), seed)  # fmt: skip
-        kernel = getattr(self.host.module, self.kernel)
-        out = self.host.call_guarded("verify_draft", self.timeout, kernel, *args)
-        return self._read(out, m, V)
+        return _Request(ids, q, rows[:m], int(bonus), V)
 
-    def _read(self, out: Any, m: int, V: int) -> tuple[list[int], int]:
-        """The first row of the kernel's answer as ``(emitted, n_accepted)``; anything that
-        is not a row of ids followed only by -1 padding is the kernel's failure."""
+    def _call(self, requests: list[_Request], seed: int) -> list[tuple[list[int], int]]:
+        """One kernel call: ``requests`` in a batch, with fillers when there are several (a
+        lone request is a batch of one, as ``verify_draft`` makes it)."""
+        widths = {r.V for r in requests}
+        if len(widths) > 1:  # one vocabulary per kernel call
+            return [out for r in requests for out in self._call([r], seed)]
+        V = widths.pop()
+        batch = list(requests)
+        if len(requests) > 1:
+            batch = [_filler(V, 0), *requests[:2], _filler(V, 3), *requests[2:]]
+        ids = np.array([t for r in batch for t in r.ids], dtype=np.int64)
+        lengths = np.array([len(r.ids) for r in batch], dtype=np.int64)
+        q = np.concatenate([r.q for r in batch]).reshape(-1, V)
+        rows = np.concatenate([r.rows for r in batch]).reshape(-1, V)
+        bonus = np.array([r.bonus for r in batch], dtype=np.int64)
+        kernel = getattr(self.host.module, self.kernel)
+        out = self.host.call_guarded(
+            "verify_draft", self.timeout, kernel, ids, lengths, q, rows, bonus, seed
+        )
+        matrix = self._matrix(out, len(batch), int(lengths.max()) + 1)
+        return [self._read(matrix[i, : len(r.ids) + 1], len(r.ids), V)
+                for i, r in enumerate(batch) if not r.filler]
+
+    def _matrix(self, out: Any, batch: int, width: int) -> NDArray[Any]:
         try:
-            row = np.asarray(out.tolist() if hasattr(out, "tolist") else out)
-            row = row.reshape(1, -1)[0] if row.ndim == 2 and row.shape[0] == 1 else row
-            if row.ndim != 1 or row.shape[0] != m + 1 or not np.all(row == np.round(row)):
-                raise ValueError(f"shape {row.shape}")
-            values = [int(t) for t in row]
+            matrix = np.asarray(out.tolist() if hasattr(out, "tolist") else out)
+            if matrix.ndim == 1 and batch == 1:
+                matrix = matrix.reshape(1, -1)
+            if matrix.shape != (batch, width) or not np.all(matrix == np.round(matrix)):
+                raise ValueError(f"shape {matrix.shape}, not {(batch, width)}")
         except (TypeError, ValueError) as exc:
             raise ImplementationError(
                 self.name, self.kernel,
                 f"returned {out!r:.120} ({exc}); a kernel returns (batch, max_k + 1) token "
                 "ids with -1 padding",
             ) from None  # fmt: skip
+        return matrix
+
+    def _read(self, row: NDArray[Any], m: int, V: int) -> tuple[list[int], int]:
+        """A request's row of the kernel's answer (its first ``m + 1`` ids) as ``(emitted,
+        n_accepted)``; anything but ids followed only by -1 padding is the kernel's failure."""
+        values = [int(t) for t in row]
         kept = values.index(-1) if -1 in values else len(values)
         emitted = values[:kept]
         if not emitted or any(t != -1 for t in values[kept:]):

@@ -71,3 +71,14 @@ def test_a_kernel_that_returns_garbage_is_its_failure(tmp_path, monkeypatch) -> 
             impl.verify_draft(ROWS, [1, 2], Q, SamplingParams(), [], np.random.default_rng(0))
     finally:
         impl.close()
+
+
+def test_a_bonus_from_another_request_fails_the_lossless_gate_in_a_batch() -> None:
+    """The statistical tier sends the kernel batches of several requests (with fillers of
+    other draft lengths): a bonus read from the next request is caught by the chains' law
+    checks, while every first-token check passes."""
+    report = run_checks("python:tests.impls.kernel_bonus_other_row", tiers=["statistical"],
+                        quick=True, profile="lossless")
+    failed = {r.name for r in report.results if r.status is Status.FAILED}
+    assert not report.passed and failed & {"sequence.law_k2", "sequence.law_k4"}, failed
+    assert not any(name.startswith("first_token.") for name in failed), failed
