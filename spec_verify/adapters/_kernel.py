@@ -12,8 +12,8 @@ and ``KernelImplementation`` is then its ``Implementation``: each ``verify_draft
 request in a batch of one, and ``verify_many`` (the statistical tier's rounds) sends four
 rounds per call between filler requests of other draft lengths. The harness applies the
 contract's processors to the target logits (``sampling_distribution``, with the kept drafts
-in the penalties' history, as the reference does), gives a deterministic draft (and every draft at temperature 0, where the
-contract ignores draft probabilities) one-hot rows, samples the bonus token from the
+in the penalties' history, as the reference does), gives a deterministic draft (and every
+draft at temperature 0, where the contract ignores draft probabilities) one-hot rows, samples the bonus token from the
 target's last row with one uniform of the harness's source, draws the kernel's seed from the
 next, and reads each request's row back. The kernel draws from its own generator, so it
 offers ``verify_draft`` and ``greedy`` but not ``injected_uniforms``: under ``--profile
