@@ -13,13 +13,14 @@ request in a batch of one, and ``verify_many`` (the statistical tier's rounds) s
 rounds per call between filler requests of other draft lengths. The harness applies the
 contract's processors to the target logits (``sampling_distribution``, with the kept drafts
 in the penalties' history, as the reference does), gives a deterministic draft (and every
-draft at temperature 0, where the contract ignores draft probabilities) one-hot rows, samples the bonus token from the
-target's last row with one uniform of the harness's source, draws the kernel's seed from the
-next, and reads each request's row back. The kernel draws from its own generator, so it
-offers ``verify_draft`` and ``greedy`` but not ``injected_uniforms``: under ``--profile
-lossless`` its law is what is checked (greedy identity and the statistical tier); the exact
-tier and draw-order checks do not apply. The kernel itself runs wherever its module does (a
-worker, by default); the processors, the bonus and the reading of its answer are the harness's.
+draft at temperature 0, where the contract ignores draft probabilities) one-hot rows,
+samples each bonus token from its request's last target row with one uniform of the
+harness's source, draws the kernel's seed from the next, and reads each request's row back.
+The kernel draws from its own generator, so it offers ``verify_draft`` and ``greedy`` but not
+``injected_uniforms``: under ``--profile lossless`` its law is what is checked (greedy
+identity and the statistical tier); the exact tier and draw-order checks do not apply. The
+kernel itself runs wherever its module does (a worker, by default); the processors, the bonus
+and the reading of its answer are the harness's.
 """
 
 from __future__ import annotations
