@@ -435,6 +435,7 @@ class Enumeration:
     reason: str = ""
     script: tuple[float, ...] = ()  # the uniforms of the call that failed, for an error
     audit_calls: int = 0  # of ``calls``, those the leaf audits made
+    unresolved: Fraction = Fraction(0)  # mass of cells too narrow to probe
 
     @property
     def complete(self) -> bool:
@@ -447,8 +448,9 @@ class Enumeration:
         probability is within ``2 * GUARD * boundaries`` of the computed one; a located
         breakpoint within ``NEAR`` of an exact one (float32 sums) adds twice its offset, so a
         deviation that rounding of this size explains is reported not provable, never failed.
+        A cell narrower than the guard band that no probe could see adds its mass.
         """
-        slack = 2 * GUARD * self.boundaries
+        slack = 2 * GUARD * self.boundaries + self.unresolved
         for point in self.located:
             if point.source != "known" and point.offset <= NEAR:
                 slack += 2 * point.offset
@@ -548,6 +550,7 @@ class _Explorer:
         self.auditing = False
         self.leaves: list[Leaf] = []
         self.boundaries = 0
+        self.unresolved = Fraction(0)  # mass in cells too narrow to probe (see partition)
         self.located: list[Breakpoint] = []
         self.notes: dict[str, int] = {}
         # breakpoints found by leaf audits, by the cells of the draws before them
@@ -729,8 +732,12 @@ class _Explorer:
             return [left, quarter, middle, three, right]
         return [left, middle, right]
 
-    def fits(self, prefix: tuple[float, ...], role: Role) -> bool:
+    def fits(self, prefix: tuple[float, ...], role: Role) -> bool | None:
+        """Whether ``role``'s cells explain the outcomes along this draw (None: one of its
+        cells is too narrow to probe, so the question cannot be answered)."""
         cells = role.cells
+        if any(self.probes(cell, role.kind) is None for cell in cells):
+            return None
         for begin in range(0, len(cells), _FIT_CHUNK):
             chunk = [self.probes(cell, role.kind) for cell in cells[begin : begin + _FIT_CHUNK]]
             self.prefetch((*prefix, u) for points in chunk if points is not None for u in points)
@@ -839,8 +846,21 @@ class _Explorer:
     def partition(self, path: tuple[Draw, ...]) -> Role:
         prefix = tuple(d.uniform for d in path)
         candidates = self.candidates(path)
+        narrow = Fraction(0)  # mass of cells too narrow to probe in the roles passed over
         for number, role in enumerate(candidates):
-            if self.fits(prefix, role):
+            fit = self.fits(prefix, role)
+            if fit is None:
+                narrow += sum((c.width for c in role.cells if c.width < 4 * self.guard),
+                              Fraction(0))
+                continue
+            if fit:
+                if narrow:
+                    # Probes cannot see a cell narrower than the guard band: the outcomes
+                    # there are unresolved, and a difference this small is not provable.
+                    weight = math.prod((d.cell.width for d in path), start=Fraction(1))
+                    self.unresolved += weight * narrow
+                    self.note(f"draw {len(path)}: a cell of {candidates[0].name} narrower "
+                              f"than 4 x guard ({float(self.guard):g}) could not be probed")
                 if number:
                     self.note(
                         f"draw {len(path)} is {role.name} where the contract's order has "
@@ -1037,6 +1057,7 @@ def enumerate_round(
         reason=reason,
         script=script,
         audit_calls=explorer.audit_calls,
+        unresolved=explorer.unresolved,
     )
 
 
@@ -1051,6 +1072,7 @@ def explore_with_restarts(
     script: tuple[float, ...] = ()
     for _ in range(_MAX_RESTARTS):
         explorer.leaves, explorer.located, explorer.boundaries = [], [], 0
+        explorer.unresolved = Fraction(0)
         explorer.notes = {}
         try:
             explorer.explore(())

@@ -679,6 +679,10 @@ def prove_case(impl: Implementation, case: Case) -> CaseResult:
                 message += f" (the contract's rule emits {list(rule)} there)"
         if status is Status.NOT_PROVABLE:
             message += f"; within the tolerance {float(tolerance):.3g} of rounding"
+            if any(e.unresolved for e in prover.enumerations):
+                message += (f" and of cells narrower than the guard band ({float(GUARD):g}), "
+                            "which no probe can see: probabilities this small are below what "
+                            "the exact engine resolves")
         elif any(b.source != "known" for e in prover.enumerations for b in e.located):
             message += (f"; with breakpoints located within {float(GUARD):g} of the "
                         f"implementation's, so exact to within {float(tolerance):.3g}")

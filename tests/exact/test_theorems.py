@@ -318,3 +318,15 @@ def test_a_wrong_sampler_driven_by_the_uniforms_stays_wrong() -> None:
 def test_the_injection_probe_accepts_the_reference(reference) -> None:
     probe = injection_probe(reference)
     assert probe.applies and probe.calls == 2 * 2 * PROBE_SCRIPTS
+
+
+def test_a_cell_narrower_than_the_guard_band_is_not_provable_never_wrong(reference) -> None:
+    """p(0) = 1e-12 puts u_accept's keep cell at [0, 2e-12), which no probe can see: the
+    correct reference is NOT PROVABLE there (it was called WRONG); the slack it gets is the
+    narrow cells' mass, so an error larger than that still fails."""
+    p, q = (F(1, 10**12), 1 - F(1, 10**12)), (F(1, 2), F(1, 2))
+    result = prove_case(reference, one_position_case(p, q))
+    assert result.status is Status.NOT_PROVABLE, result.message
+    assert "narrower than the guard band" in result.message
+    # the unresolved mass is bounded by the narrow cells' widths: any larger error fails
+    assert result.tolerance < F(1, 10**10), result.tolerance

@@ -66,7 +66,9 @@ def test_a_folder_without_submissions_is_refused(tmp_path):
 
 
 def test_the_bundle(tmp_path):
-    bundle = write_bundle(tmp_path / "out", {"mutants": ["s05"], "decoys": 4})
+    # the checkout explicitly: under a regular install the running package is not one
+    checkout = Path(__file__).resolve().parents[2]
+    bundle = write_bundle(tmp_path / "out", {"mutants": ["s05"], "decoys": 4}, source=checkout)
     out = tmp_path / "out"
     for name in ("setup.sh", "run_autograder"):
         assert os.access(out / name, os.X_OK)
