@@ -369,18 +369,12 @@ class ChainLawCheck(SequenceCheck):
             )
             return VerifyRequest(rows, list(prefix), probs)
 
-        def continued(emitted: Sequence[int], tail: NDArray[np.float64]) -> Sample:
-            out = tuple(int(t) for t in emitted)
-            if len(out) > length:  # more ids than a round may emit: an outcome of law 0
-                return out
-            for j in range(len(out), length):
-                out = (*out, _pick(cdfs[out], float(tail[j])))
-            return out
-
         def draw(count: int) -> list[Sample]:
             rounds = verify([request() for _ in range(count)])
             tail = harness.random(size=(count, length))
-            return [continued(emitted, tail[i]) for i, (emitted, _) in enumerate(rounds)]
+            # more ids than a round may emit stay as they are: an outcome of law 0
+            return [_continued(emitted, tail[i], cdfs, length)
+                    for i, (emitted, _) in enumerate(rounds)]
 
         return _Sampler(draw)
 
@@ -462,6 +456,18 @@ def _pick(probs: NDArray[np.float64], u: float) -> int:
     cdf = np.cumsum(probs)
     i = int(np.searchsorted(cdf, u * cdf[-1], side="right"))
     return min(i, int(np.flatnonzero(probs)[-1]))
+
+
+def _continued(
+    emitted: Sequence[int], tail: NDArray[np.float64],
+    cdfs: Mapping[tuple[int, ...], NDArray[np.float64]], length: int,
+) -> tuple[int, ...]:
+    """``emitted`` continued with the target's rows (``cdfs``) at the uniforms ``tail`` up to
+    ``length`` tokens (a longer ``emitted`` is returned whole)."""
+    out = tuple(int(t) for t in emitted)
+    for j in range(len(out), length):
+        out = (*out, _pick(cdfs[out], float(tail[j])))
+    return out
 
 
 @dataclass(frozen=True)
@@ -562,10 +568,7 @@ class TreeCheck(StatisticalCheck):
         cdfs: Mapping[tuple[int, ...], NDArray[np.float64]],
     ) -> Sample:
         """The round's emitted ids continued with the target's own draws to ``length``."""
-        out = tuple(int(t) for t in emitted)
-        for j in range(len(out), self.length):
-            out = (*out, _pick(cdfs[out], float(tail[j])))
-        return out[: self.length]
+        return _continued(emitted, tail, cdfs, self.length)[: self.length]
 
     def _draw_tokens(self, u: NDArray[np.float64]) -> list[int]:
         """The draft tree's tokens from one row of harness uniforms (one per node)."""
