@@ -143,8 +143,13 @@ def check_batched(
         law[_index(sequence)] = math.prod(
             rows[sequence[:i]][token] for i, token in enumerate(sequence)
         )
+    def sequence_name(index: int) -> str:
+        return f"sequence {tuple(itertools.product(range(_V), repeat=_LENGTH))[index]}"
+
     laws = {
-        c: g_test(np.bincount(outcomes[c], minlength=cells), law, alpha=alpha)
+        c: g_test(
+            np.bincount(outcomes[c], minlength=cells), law, alpha=alpha, cell_name=sequence_name
+        )
         for c in _CONTEXTS
     }
     invariance = {

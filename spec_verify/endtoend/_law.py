@@ -196,7 +196,12 @@ def law_test(
             counts[cell] += 1
     probs = [law.probability_by_sequence[s] for s in support] + [0.0]
     probs_array = np.asarray(probs) / math.fsum(probs)
-    joint = g_test(counts, probs_array, alpha=family_alpha)
+    def sequence_name(cell: int) -> str:
+        if cell == len(support):
+            return "a sequence the target rules out"
+        return f"sequence {support[cell]}"
+
+    joint = g_test(counts, probs_array, alpha=family_alpha, cell_name=sequence_name)
     marginals = []
     matrix = np.array(rows, dtype=np.int64)
     for position in range(law.length):

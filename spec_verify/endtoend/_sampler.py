@@ -1,11 +1,15 @@
 """A custom sampler against the target law, case by case: ``check_sampler(sampler)``.
 
 For a researcher's sampler that is neither a contract module nor a whole ``generate()``: any
-function ``sampler(case, n, seed)`` that, for one case (the target's and the draft's
-distributions over the vocabulary), drafts from the draft distribution itself, verifies, and
-returns the first emitted token of ``n`` independent rounds. Whatever the acceptance rule, a
-lossless sampler's first token follows the target: each case is a ``g_test`` against it, Holm
-across the cases, with the sample size from the power plan.
+function ``sampler(case, n, seed)`` that, for one case (the target's and the draft's rows after
+every prefix of the round), drafts ``case.draft_length`` tokens from the draft rows itself,
+verifies them, and returns everything each of ``n`` independent rounds emitted. Whatever the
+acceptance rule, a lossless round's emitted tokens, continued with the target's own draws to
+``draft_length + 1`` tokens, follow the target's joint law of that many tokens: each case is a
+``g_test`` of that joint law, Holm across the cases, with the sample size from the power plan.
+A bonus taken from the wrong row, one uniform reused across positions or a draft row read at
+the wrong offset keep the first token's law and move the joint one. Two cases have targets
+and drafts whose rows depend on the tokens before them; in the others every row is the same.
 
 The distributions are handed over in the dtype the sampler computes in (``float64``,
 ``float32``, ``float16``, or torch's ``bfloat16`` / ``float16`` / ``float32`` tensors with
@@ -18,8 +22,10 @@ The dtype is named in every case's result.
 
 from __future__ import annotations
 
+import functools
+import itertools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,20 +53,52 @@ Sampler = Callable[["SamplerCase", int, int], Any]
 
 @dataclass(frozen=True)
 class SamplerCase:
-    """One case: ``target_probs`` (V,) and ``draft_probs`` (V,) in ``dtype`` (numpy arrays, or
-    torch tensors with ``backend == "torch"``), ``draft_length`` tokens to draft per round."""
+    """One case: ``draft_length`` tokens to draft per round, and the rows of the target and
+    the draft after every prefix of the round, in ``dtype`` (numpy arrays, or torch tensors with
+    ``backend == "torch"``): ``target_row(prefix)`` (V,) for prefixes of up to
+    ``draft_length`` tokens (the last one is the bonus row), ``draft_row(prefix)`` (V,) for
+    prefixes of up to ``draft_length - 1``. ``target_probs`` and ``draft_probs`` are the rows
+    of the empty prefix (all rows, when ``context_free``)."""
 
     name: str
     description: str
-    target_probs: Any
-    draft_probs: Any
+    target_rows: Mapping[tuple[int, ...], Any]
+    draft_rows: Mapping[tuple[int, ...], Any]
     draft_length: int
     dtype: str
     backend: str
+    context_free: bool
 
     @property
     def vocab_size(self) -> int:
         return int(self.target_probs.shape[0])
+
+    @property
+    def target_probs(self) -> Any:
+        return self.target_rows[()]
+
+    @property
+    def draft_probs(self) -> Any:
+        return self.draft_rows[()]
+
+    def target_row(self, prefix: Sequence[int]) -> Any:
+        """The target's row after ``prefix`` (the tokens of this round before the position)."""
+        return self._row(self.target_rows, prefix, self.draft_length, "target_row")
+
+    def draft_row(self, prefix: Sequence[int]) -> Any:
+        """The draft's row after ``prefix`` (the tokens drafted before the position)."""
+        return self._row(self.draft_rows, prefix, self.draft_length - 1, "draft_row")
+
+    def _row(
+        self, rows: Mapping[tuple[int, ...], Any], prefix: Sequence[int], depth: int, name: str
+    ) -> Any:
+        key = tuple(int(t) for t in prefix)
+        if key not in rows:
+            raise InvalidArgument(
+                f"{name}(prefix)", list(key),
+                f"must be at most {depth} token ids in [0, {self.vocab_size})",
+            )  # fmt: skip
+        return rows[key]
 
 
 @dataclass(frozen=True)
@@ -76,6 +114,7 @@ class SamplerCaseResult:
     rejected: bool
     threshold: float
     error: str = ""
+    mean_emitted: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -100,22 +139,65 @@ def sampler_cases(dtype: str = "float64", backend: str = "numpy") -> list[Sample
         InvalidArgument: an unknown dtype or backend, or torch asked for but not installed.
     """
     convert = _converter(dtype, backend)
-    rows = [
-        ("seed_v5", "the seed's V = 5 case, two drafted tokens",
-         [0.4, 0.3, 0.15, 0.1, 0.05], [0.1, 0.2, 0.3, 0.2, 0.2], 2),
-        ("disjoint_supports", "the draft never proposes a token the target can emit",
-         [0.5, 0.5, 0.0, 0.0], [0.0, 0.0, 0.6, 0.4], 1),
-        ("target_zeros", "tokens the target rules out are the draft's favourites",
-         [0.0, 0.7, 0.3, 0.0, 0.0], [0.4, 0.1, 0.1, 0.2, 0.2], 3),
-        ("float16_underflow", "draft entries of 1e-9 (0 in float16) where the target has mass",
-         [0.3, 0.3, 0.2, 0.2 - 2e-9, 1e-9, 1e-9], [1e-9, 1e-9, 0.5, 0.5 - 4e-9, 1e-9, 1e-9], 2),
-        ("tiny_both", "target and draft both below 6e-8 on half the vocabulary",
-         [0.5, 0.5 - 3e-8, 1e-8, 1e-8, 1e-8], [0.6, 0.4 - 3e-8, 1e-8, 1e-8, 1e-8], 2),
-    ]  # fmt: skip
-    return [
-        SamplerCase(name, text, convert(p), convert(q), k, dtype, backend)
-        for name, text, p, q, k in rows
+    cases = [
+        _context_free_case(name, text, convert(p), convert(q), k, dtype, backend)
+        for name, text, p, q, k in _CONTEXT_FREE
     ]
+    for name, text, V, k, seed in _IN_CONTEXT:
+        target, draft = _context_tables(V, k, seed)
+        cases.append(SamplerCase(
+            name, text, {key: convert(row) for key, row in target.items()},
+            {key: convert(row) for key, row in draft.items()}, k, dtype, backend, False,
+        ))  # fmt: skip
+    return cases
+
+
+_CONTEXT_FREE = [
+    ("seed_v5", "the seed's V = 5 case, two drafted tokens",
+     [0.4, 0.3, 0.15, 0.1, 0.05], [0.1, 0.2, 0.3, 0.2, 0.2], 2),
+    ("disjoint_supports", "the draft never proposes a token the target can emit",
+     [0.5, 0.5, 0.0, 0.0], [0.0, 0.0, 0.6, 0.4], 1),
+    ("target_zeros", "tokens the target rules out are the draft's favourites",
+     [0.0, 0.7, 0.3, 0.0, 0.0], [0.4, 0.1, 0.1, 0.2, 0.2], 3),
+    ("float16_underflow", "draft entries of 1e-9 (0 in float16) where the target has mass",
+     [0.3, 0.3, 0.2, 0.2 - 2e-9, 1e-9, 1e-9], [1e-9, 1e-9, 0.5, 0.5 - 4e-9, 1e-9, 1e-9], 2),
+    ("tiny_both", "target and draft both below 6e-8 on half the vocabulary",
+     [0.5, 0.5 - 3e-8, 1e-8, 1e-8, 1e-8], [0.6, 0.4 - 3e-8, 1e-8, 1e-8, 1e-8], 2),
+]  # fmt: skip
+_IN_CONTEXT = [
+    ("context_v3_k3", "V = 3, three drafts, every row depends on the tokens before it", 3, 3, 43),
+    ("context_v4_k2", "V = 4, two drafts, every row depends on the tokens before it", 4, 2, 44),
+]
+
+
+def _prefixes(V: int, depth: int) -> list[tuple[int, ...]]:
+    return [p for d in range(depth + 1) for p in itertools.product(range(V), repeat=d)]
+
+
+def _context_free_case(
+    name: str, text: str, p: Any, q: Any, k: int, dtype: str, backend: str
+) -> SamplerCase:
+    V = int(p.shape[0])
+    target = dict.fromkeys(_prefixes(V, k), p)
+    draft = dict.fromkeys(_prefixes(V, k - 1), q)
+    return SamplerCase(name, text, target, draft, k, dtype, backend, True)
+
+
+def _context_tables(
+    V: int, k: int, seed: int
+) -> tuple[dict[tuple[int, ...], list[float]], dict[tuple[int, ...], list[float]]]:
+    """Rows after every prefix: small integer weights (every entry positive), so rows differ
+    from one prefix to the next by far more than any dtype's rounding."""
+    rng = np.random.default_rng(seed)
+    target: dict[tuple[int, ...], list[float]] = {}
+    draft: dict[tuple[int, ...], list[float]] = {}
+    for prefix in _prefixes(V, k):
+        weights = rng.integers(1, 8, size=V)
+        target[prefix] = [float(w) / float(weights.sum()) for w in weights]
+        if len(prefix) < k:
+            weights = rng.integers(1, 8, size=V)
+            draft[prefix] = [float(w) / float(weights.sum()) for w in weights]
+    return target, draft
 
 
 def check_sampler(
@@ -128,17 +210,20 @@ def check_sampler(
     power: float = 0.99,
     seed: int = 0,
 ) -> SamplerCheckResult:
-    """Test ``sampler(case, n, seed) -> n first emitted tokens`` on every case.
+    """Test ``sampler(case, n, seed) -> what n rounds emitted`` on every case.
 
     Args:
         sampler: called once per case with the case, the number of rounds ``n`` and a seed;
-            returns ``n`` token ids (a list, numpy array or torch tensor; shape (n,) or
-            (n, m), the first column then).
+            returns, for each round, every token it emitted (accepted drafts, then the
+            correction or bonus token): an (n, m) integer array (a list of lists, numpy array
+            or torch tensor) with each row padded with -1 after its last token, ``m`` at most
+            ``case.draft_length + 1``, or a list of ``n`` token lists.
         dtype, backend: how the distributions are handed over (see the module doc).
         family_alpha: family-wise false-alarm rate (Holm across the cases).
-        delta, power: each case detects a sampler at TV ``delta`` from the target with
-            probability ``power`` (``n`` from ``required_samples`` at the case's Holm share).
-        seed: case ``i`` gets ``seed + i``.
+        delta, power: each case detects a sampler whose joint law of ``draft_length + 1``
+            tokens is at TV ``delta`` from the target's with probability ``power`` (``n`` from
+            ``required_samples`` over the law's support, at the case's Holm share).
+        seed: case ``i`` gets ``seed + i``; the continuation draws use their own stream.
 
     Returns:
         A ``SamplerCheckResult``; a sampler that raises or returns garbage fails its case
@@ -147,26 +232,32 @@ def check_sampler(
     family_alpha = check_open_unit("family_alpha", family_alpha)
     cases = sampler_cases(dtype, backend)
     per_case = family_alpha / len(cases)
-    results: list[tuple[SamplerCase, int, GofResult | None, str]] = []
+    results: list[tuple[SamplerCase, int, GofResult | None, str, float]] = []
     for index, case in enumerate(cases):
-        law = _law(case)
+        rows = _rows_as_seen(case)
+        law = _joint_law(rows, case)
         n = required_samples(max(int(np.count_nonzero(law)), 2), per_case, delta, power)
         try:
-            tokens = _tokens(sampler(case, n, seed + index), n, case.vocab_size)
+            rounds = _rounds(sampler(case, n, seed + index), n, case)
         except _BadOutput as error:
-            results.append((case, n, None, str(error)))
+            results.append((case, n, None, str(error), 0.0))
             continue
         except Exception as error:  # the sampler under test may raise anything
-            results.append((case, n, None, f"raised {type(error).__name__}: {error}"))
+            results.append((case, n, None, f"raised {type(error).__name__}: {error}", 0.0))
             continue
-        counts = np.bincount(tokens, minlength=case.vocab_size)
-        results.append((case, n, g_test(counts, law, alpha=per_case), ""))
-    pvalues = [0.0 if test is None else test.pvalue for _, _, test, _ in results]
+        continuation = np.random.default_rng([seed, index, 0x5EC])
+        cells = [_continued(r, rows, case, continuation) for r in rounds]
+        counts = np.bincount(cells, minlength=law.size)
+        mean = sum(map(len, rounds)) / n
+        named = functools.partial(_sequence_name, case.vocab_size, case.draft_length + 1)
+        test = g_test(counts, law, alpha=per_case, cell_name=named)
+        results.append((case, n, test, "", mean))
+    pvalues = [0.0 if test is None else test.pvalue for _, _, test, _, _ in results]
     rejected = holm(pvalues, family_alpha)
     thresholds = holm_thresholds(pvalues, family_alpha)
     case_results = tuple(
-        SamplerCaseResult(case.name, dtype, n, test, reject, threshold, error)
-        for (case, n, test, error), reject, threshold in zip(
+        SamplerCaseResult(case.name, dtype, n, test, reject, threshold, error, mean)
+        for (case, n, test, error, mean), reject, threshold in zip(
             results, rejected, thresholds, strict=True
         )
     )
@@ -174,9 +265,15 @@ def check_sampler(
     failed = [c for c in case_results if c.rejected]
     if passed:
         message = (
-            f"every case follows the target ({len(cases)} cases, {dtype} on {backend}, "
-            f"family alpha {family_alpha:g}; TV {delta:g} detected with power {power:g})"
+            f"every case follows the target's joint law of everything a round emits "
+            f"({len(cases)} cases, {dtype} on {backend}, family alpha {family_alpha:g}; "
+            f"TV {delta:g} detected with power {power:g})"
         )
+        if all(c.mean_emitted == 1.0 for c in case_results):
+            message += (
+                "; every round emitted one token, so only the first token's law was tested: "
+                "return every token a round emits"
+            )
     else:
         parts = [f"{c.case}: {c.error or (c.test.message if c.test else '')}" for c in failed]
         message = f"not the target law ({dtype} on {backend}): " + "; ".join(parts)
@@ -196,28 +293,95 @@ class _BadOutput(Exception):
     pass
 
 
-def _law(case: SamplerCase) -> npt.NDArray[np.float64]:
-    """The target as handed over (rounded to the dtype), renormalised in float64."""
-    values = case.target_probs
-    if case.backend == "torch":
-        values = values.double().numpy()
-    law = np.asarray(values, dtype=np.float64)
-    return law / math.fsum(law)
+def _rows_as_seen(case: SamplerCase) -> dict[tuple[int, ...], npt.NDArray[np.float64]]:
+    """The target's rows as handed over (rounded to the dtype), renormalised in float64."""
+    seen = {}
+    for prefix, values in case.target_rows.items():
+        plain = values.double().numpy() if case.backend == "torch" else values
+        row = np.asarray(plain, dtype=np.float64)
+        seen[prefix] = row / math.fsum(row)
+    return seen
 
 
-def _tokens(output: Any, n: int, V: int) -> npt.NDArray[np.int64]:
+def _joint_law(
+    rows: dict[tuple[int, ...], npt.NDArray[np.float64]], case: SamplerCase
+) -> npt.NDArray[np.float64]:
+    """The target's law of ``draft_length + 1`` tokens, indexed as base-V numbers."""
+    V, length = case.vocab_size, case.draft_length + 1
+    law = np.ones(1)
+    for depth in range(length):
+        prefixes = itertools.product(range(V), repeat=depth)
+        step = np.array([rows[prefix] for prefix in prefixes])  # (V**depth, V)
+        law = (law[:, None] * step).reshape(-1)
+    return law
+
+
+def _continued(
+    emitted: tuple[int, ...],
+    rows: dict[tuple[int, ...], npt.NDArray[np.float64]],
+    case: SamplerCase,
+    rng: np.random.Generator,
+) -> int:
+    """A round's emitted tokens continued with the target's draws to ``draft_length + 1``
+    tokens, as the base-V index of the sequence."""
+    V, length = case.vocab_size, case.draft_length + 1
+    sequence = list(emitted)
+    while len(sequence) < length:
+        cdf = np.cumsum(rows[tuple(sequence)])
+        token = int(np.searchsorted(cdf, rng.random() * cdf[-1], side="right"))
+        sequence.append(min(token, V - 1))
+    index = 0
+    for token in sequence:
+        index = index * V + token
+    return index
+
+
+def _sequence_name(V: int, length: int, index: int) -> str:
+    tokens = []
+    for _ in range(length):
+        index, token = divmod(index, V)
+        tokens.append(token)
+    return f"sequence {tuple(reversed(tokens))}"
+
+
+def _rounds(output: Any, n: int, case: SamplerCase) -> list[tuple[int, ...]]:
+    """Each round's emitted ids: one or more ids in [0, V), at most ``draft_length + 1``."""
+    V, most = case.vocab_size, case.draft_length + 1
     raw = output.tolist() if hasattr(output, "tolist") else output
-    array = np.asarray(raw)
-    if array.ndim == 2 and array.shape[0] == n:
-        array = array[:, 0]
-    if array.shape != (n,) or array.dtype.kind not in "iu":
+    try:
+        rounds = [_as_list(r) for r in raw] if len(raw) and not _is_id(raw[0]) else None
+    except TypeError:
+        rounds = None
+    if rounds is None or len(rounds) != n:
+        shape = np.shape(raw) if rounds is None else (len(rounds), "...")
         raise _BadOutput(
-            f"returned shape {array.shape} of {array.dtype}, not {n} integer token ids"
+            f"returned {shape}, not the emitted ids of {n} rounds: return an (n, m) array "
+            f"padded with -1 (m <= {most}) or {n} lists of ids"
         )
-    bad = (array < 0) | (array >= V)
-    if bad.any():
-        raise _BadOutput(f"returned token id {int(array[np.argmax(bad)])}, outside [0, {V})")
-    return array.astype(np.int64)
+    out = []
+    for number, ids in enumerate(rounds):
+        if not all(_is_id(t) for t in ids):
+            raise _BadOutput(f"round {number} returned {ids}, not integer token ids")
+        count = next((i for i, t in enumerate(ids) if t == -1), len(ids))
+        emitted, padding = ids[:count], ids[count:]
+        if not emitted or len(emitted) > most or any(t != -1 for t in padding):
+            raise _BadOutput(
+                f"round {number} returned {ids}: a round emits 1 to {most} ids "
+                f"(draft_length {case.draft_length} + 1), then only -1 padding"
+            )
+        bad = [t for t in emitted if not 0 <= t < V]
+        if bad:
+            raise _BadOutput(f"round {number} returned token id {bad[0]}, outside [0, {V})")
+        out.append(tuple(int(t) for t in emitted))
+    return out
+
+
+def _as_list(row: Any) -> list[Any]:
+    return list(row.tolist() if hasattr(row, "tolist") else row)
+
+
+def _is_id(value: Any) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
 
 
 def _converter(dtype: str, backend: str) -> Callable[[list[float]], Any]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -97,6 +97,8 @@ def g_test(
     observed_counts: Sequence[int] | npt.NDArray[np.integer[Any]],
     expected_probs: Sequence[Fraction | float] | npt.NDArray[np.floating[Any]],
     alpha: float,
+    *,
+    cell_name: Callable[[int], str] | None = None,
 ) -> GofResult:
     """Test whether counts were drawn from ``expected_probs`` with the G-test.
 
@@ -112,6 +114,8 @@ def g_test(
             to exactly 1) or floats (must sum to 1 within 1e-9).
         alpha: the false-alarm rate, in (0, 1): under the target the test fails with
             probability about ``alpha``.
+        cell_name: how messages name a cell (default ``"token 3"``); a joint law of several
+            tokens names its cells as sequences, e.g. ``"sequence (0, 2, 1)"``.
 
     Returns:
         A ``GofResult``; ``passed`` when ``pvalue >= alpha``.
@@ -128,6 +132,7 @@ def g_test(
     'token 1 has target probability 0 but was observed 1 times'
     """
     alpha = check_open_unit("alpha", alpha)
+    name = cell_name or _token_name
     p = probabilities(expected_probs)
     counts = _counts(observed_counts, len(p))
     n = int(counts.sum())
@@ -149,7 +154,7 @@ def g_test(
             pooled=(),
             deviations=_deviations(counts, expected),
             zero_probability_tokens=zero_tokens,
-            message=_zero_message(zero_tokens, counts),
+            message=_zero_message(zero_tokens, counts, name),
         )
 
     support = [int(i) for i in np.flatnonzero(p)]
@@ -167,7 +172,7 @@ def g_test(
             pooled=(),
             deviations=_deviations(counts, expected),
             zero_probability_tokens=(),
-            message=f"all {n} observations are token {support[0]}, the target's only token",
+            message=f"all {n} observations are {name(support[0])}, the target's only outcome",
         )
 
     cells = pool_cells(expected, support)
@@ -195,8 +200,9 @@ def g_test(
     else:
         worst = deviations[0]
         message = (
-            f"{summary} < alpha={alpha:g}: not the target (n={n}); largest deviation: token "
-            f"{worst.token} observed {worst.observed} times, expected {worst.expected:.1f}"
+            f"{summary} < alpha={alpha:g}: not the target (n={n}); largest deviation: "
+            f"{name(worst.token)} observed {worst.observed} times, expected "
+            f"{worst.expected:.1f}"
         )
     return GofResult(
         passed=passed,
@@ -343,9 +349,15 @@ def _deviations(
     return tuple(rows[:_TOP_DEVIATIONS])
 
 
-def _zero_message(tokens: tuple[int, ...], counts: npt.NDArray[np.int64]) -> str:
+def _token_name(index: int) -> str:
+    return f"token {index}"
+
+
+def _zero_message(
+    tokens: tuple[int, ...], counts: npt.NDArray[np.int64], name: Callable[[int], str]
+) -> str:
     parts = [
-        f"token {t} has target probability 0 but was observed {int(counts[t])} times"
+        f"{name(t)} has target probability 0 but was observed {int(counts[t])} times"
         for t in tokens[:_LISTED_TOKENS]
     ]
     if len(tokens) > _LISTED_TOKENS:
