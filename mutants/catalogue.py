@@ -181,7 +181,9 @@ CHAIN_MUTANTS: tuple[Mutant, ...] = (
     ),
     Mutant(
         "s07", "draft_probs validated but ignored (one-hot q used instead)", 1,
-        "a sampled draft is verified as if deterministic: the output is biased towards it",
+        "acceptance, not the law: a sampled draft verified as if deterministic accepts x "
+        "with p(x) and resamples from p without x, so the output is still the target's "
+        "(lossless) but each position accepts sum p q, not sum min(p, q)",
         (Change("verify.py",
                 "        q_i = q[i] if q is not None else _one_hot(x, V)\n",
                 "        q_i = _one_hot(x, V)\n"),),
