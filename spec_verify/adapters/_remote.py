@@ -22,10 +22,13 @@ Handle 0 on the worker side is the implementation's module.
 
 from __future__ import annotations
 
+import inspect
 import itertools
 import operator
 from collections.abc import Callable
 from typing import Any
+
+import numpy as np
 
 from spec_verify.adapters._codec import (
     NotData,
@@ -217,21 +220,43 @@ def answer(
 def call_checked(
     fn: Callable[..., Any], args: list[Any], kwargs: dict[str, Any], label: str
 ) -> Any:
-    """``fn(*args, **kwargs)`` where the arguments belong to the caller: a write into an input
-    array (they arrive read-only) or a change to a list argument raises ``_InputChanged``."""
-    before = _snapshot(args, kwargs)
-    try:
-        value = fn(*args, **kwargs)
-    except ValueError as exc:
-        if "read-only" in str(exc):
+    """``fn(*args, **kwargs)`` where the arguments belong to the caller: the callee gets its own
+    copies of the array, list and tuple arguments (arrays writable, so an honest ``x /= t`` on
+    a copy of its own never fails) and after the call each is compared with the caller's,
+    arrays bitwise (NaN payloads and -0.0 count, as the C ABI path compares them). A change
+    raises ``_InputChanged`` naming the argument and the first entry that changed: an
+    implementation that writes into the logits or the draft probabilities it was given (the
+    in-place ``div_`` of vLLM PR #16952) corrupts its caller's buffers in an engine.
+
+    >>> def scale(logits, t):
+    ...     logits /= t
+    ...     return logits
+    >>> try:
+    ...     call_checked(scale, [np.array([1.0, 2.0]), 2.0], {}, "verify_draft (round 3)")
+    ... except Exception as exc:
+    ...     print(str(exc).partition(";")[0])
+    modified its input target_logits at [0] (round 3): 1.0 became 0.5 (2 of 2 entries changed)
+    """
+    owned = [_owned(v) for v in args]
+    owned_kwargs = {k: _owned(v) for k, v in kwargs.items()}
+    value = fn(*owned, **owned_kwargs)
+    names = _argument_names(fn, label, len(args), kwargs)
+    pairs = [*zip(args, owned, strict=True), *((kwargs[k], owned_kwargs[k]) for k in kwargs)]
+    for name, (before, after) in zip(names, pairs, strict=True):
+        change = _change(before, after, name)
+        if change is None:
+            continue
+        where, what, in_array = change
+        context = label.partition(" ")[2]
+        context = f" {context}" if context else ""
+        if in_array:
             raise _InputChanged(
-                f"{label} wrote into an input array; inputs are read-only ({exc})"
-            ) from None
-        raise
-    if before != _snapshot(args, kwargs):
+                f"modified its input {where}{context}: {what}; inputs belong to the caller and "
+                "must not be written: copy before writing (x = x / t, not x /= t)"
+            )
         raise _InputChanged(
-            f"{label} changed one of its list arguments; inputs belong to the caller and must "
-            "not be modified"
+            f"changed one of its list arguments{context}: {where} {what}; inputs belong to the "
+            "caller and must not be modified"
         )
     return value
 
@@ -240,6 +265,108 @@ class _InputChanged(Exception):
     """The implementation modified an argument it was given."""
 
 
-def _snapshot(args: list[Any], kwargs: dict[str, Any]) -> list[Any]:
-    """Copies of the list arguments (arrays arrive read-only and need none)."""
-    return [list(v) for v in (*args, *kwargs.values()) if isinstance(v, list)]
+# The contract's names for the arguments of its calls, by method (seed section 4 and
+# CONTRACT.md): a message names the argument as the caller knows it, whatever the callee
+# calls its parameters.
+_CONTRACT_ARGUMENTS: dict[str, tuple[str, ...]] = {
+    "verify_draft": ("target_logits", "draft_ids", "draft_probs", "p", "history", "rng",
+                     "prompt"),
+    "verify_tree": ("target_logits", "parents", "token_ids", "draft_probs", "p", "history",
+                    "rng", "prompt"),
+    "sampling_distribution": ("logits", "p", "history", "prompt"),
+    "propose": ("ctx", "k", "rng"),
+}  # fmt: skip
+
+
+def _argument_names(
+    fn: Callable[..., Any], label: str, n: int, kwargs: dict[str, Any]
+) -> list[str]:
+    """The names of ``n`` positional arguments and of ``kwargs``: the contract's names for its
+    calls, else the callee's parameter names, else ``argument i``."""
+    method = label.partition(" ")[0]
+    names = list(_CONTRACT_ARGUMENTS.get(method, ()))[:n]
+    if len(names) < n:
+        try:
+            params = [
+                p.name for p in inspect.signature(fn).parameters.values()
+                if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+            ]  # fmt: skip
+        except (TypeError, ValueError):  # no signature (a builtin, a proxy)
+            params = []
+        names += params[len(names) : n]
+    names += [f"argument {i}" for i in range(len(names), n)]
+    return names + list(kwargs)
+
+
+def _owned(value: Any) -> Any:
+    """A copy the callee may change: arrays (writable), lists and tuples, recursively; other
+    objects as they are (uniform sources, parameters, handles)."""
+    if isinstance(value, np.ndarray):
+        return np.array(value, copy=True)
+    if type(value) is list:
+        return [_owned(v) for v in value]
+    if type(value) is tuple:
+        return tuple(_owned(v) for v in value)
+    return value
+
+
+_SCALARS = (int, float, bool, str, bytes, type(None), np.generic)
+
+
+def _change(before: Any, after: Any, where: str) -> tuple[str, str, bool] | None:
+    """Where ``after`` (the callee's copy) differs from ``before`` (the caller's value): the
+    place, what changed and whether it is inside an array; None if nothing did.
+
+    Arrays compare bitwise, lists and tuples element by element, plain scalars by type and
+    ``repr`` (``-0.0`` is not ``0.0``; a value written back unchanged is no change), anything
+    else by identity (the copy holds the same object unless the callee replaced it).
+    """
+    if isinstance(before, np.ndarray):
+        return _array_change(before, after, where)
+    if type(before) in (list, tuple):
+        if type(after) is not type(before) or len(after) != len(before):
+            return where, f"{_short(before)} became {_short(after)}", False
+        for i, (b, a) in enumerate(zip(before, after, strict=True)):
+            change = _change(b, a, f"{where}[{i}]")
+            if change is not None:
+                return (
+                    change
+                    if change[2] or isinstance(b, (list, tuple))
+                    else (where, f"{_short(before)} became {_short(after)}", False)
+                )
+        return None
+    same_scalar = (
+        isinstance(before, _SCALARS) and type(after) is type(before) and repr(after) == repr(before)
+    )
+    if before is after or same_scalar:
+        return None
+    return where, f"{before!r:.60} became {after!r:.60}", False
+
+
+def _array_change(before: Any, after: Any, where: str) -> tuple[str, str, bool] | None:
+    if not isinstance(after, np.ndarray) or after.shape != before.shape:
+        shape = getattr(after, "shape", type(after).__name__)
+        return where, f"its shape changed from {before.shape} to {shape}", True
+    if after.dtype != before.dtype:
+        return where, f"its dtype changed from {before.dtype} to {after.dtype}", True
+    if before.dtype.hasobject:
+        same = all(a is b for a, b in zip(before.flat, after.flat, strict=True))
+        return None if same else (where, "an entry was replaced", True)
+    old = np.ascontiguousarray(before).reshape(-1).view(np.uint8)
+    new = np.ascontiguousarray(after).reshape(-1).view(np.uint8)
+    if np.array_equal(old, new):
+        return None
+    differs = (old != new).reshape(before.size, -1).any(axis=1)
+    first = int(np.argmax(differs))
+    index = [int(i) for i in np.unravel_index(first, before.shape)]
+    was, now = before.reshape(-1)[first].item(), after.reshape(-1)[first].item()
+    return (
+        f"{where} at {index}",
+        f"{was!r} became {now!r} ({int(differs.sum())} of {before.size} entries changed)",
+        True,
+    )
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
