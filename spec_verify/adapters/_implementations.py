@@ -466,9 +466,10 @@ class PythonImplementation(Implementation):
         m, V = len(draft_ids), np.shape(target_logits)[-1]
 
         def call() -> tuple[list[int], int]:
-            result = self.module.verify_draft(
-                target_logits, list(draft_ids), draft_probs, p, list(history), rng, list(prompt)
-            )
+            result = self._owning_inputs(
+                "verify_draft", self.module.verify_draft,
+                target_logits, list(draft_ids), draft_probs, p, list(history), rng, list(prompt),
+            )  # fmt: skip
             # Read the result under the same time limit: an endless iterable is a hang too.
             return check_verify_result(self.name, result, m, V)
 
@@ -491,10 +492,11 @@ class PythonImplementation(Implementation):
         V = np.shape(target_logits)[-1]
 
         def call() -> tuple[list[int], list[int]]:
-            result = self.module.verify_tree(
+            result = self._owning_inputs(
+                "verify_tree", self.module.verify_tree,
                 target_logits, list(parents), list(token_ids), draft_probs, p, list(history),
                 rng, list(prompt), rule=rule,
-            )
+            )  # fmt: skip
             return check_tree_result(self.name, result, parents, token_ids, V)
 
         return self._guarded("verify_tree", call)
@@ -507,6 +509,8 @@ class PythonImplementation(Implementation):
         prompt: Sequence[int] = (),
     ) -> NDArray[np.float64]:
         result = self._guarded(
+            "sampling_distribution",
+            self._owning_inputs,
             "sampling_distribution",
             self.module.sampling_distribution,
             logits,
@@ -543,6 +547,19 @@ class PythonImplementation(Implementation):
 
     def _guarded(self, call: str, fn: Callable[..., T], *args: Any) -> T:
         return self.call_guarded(call, self.timeout, fn, *args)
+
+    def _owning_inputs(self, call: str, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """``fn(*args, **kwargs)`` on the implementation's own copies of the array and list
+        arguments, compared with the caller's after the call (``_remote.call_checked``, as in
+        a worker): a write into an input is its ``ImplementationError`` naming the argument,
+        and the harness's arrays are never changed."""
+        from spec_verify.adapters._remote import _InputChanged, call_checked
+
+        try:
+            value: T = call_checked(fn, list(args), kwargs, call)
+        except _InputChanged as exc:
+            raise ImplementationError(self.name, call, str(exc)) from None
+        return value
 
     def call_guarded(
         self,
