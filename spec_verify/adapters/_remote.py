@@ -39,7 +39,15 @@ from spec_verify.adapters._codec import (
 )
 from spec_verify.adapters._wire import WireError, require
 
-__all__ = ["Handles", "RemoteObject", "answer", "call_checked", "call_method", "request_header"]
+__all__ = [
+    "Handles",
+    "RemoteObject",
+    "answer",
+    "call_checked",
+    "call_method",
+    "input_change",
+    "request_header",
+]
 
 INPUT_CHANGED = "_InputChanged"  # the error type name of a changed input
 
@@ -259,6 +267,14 @@ def call_checked(
             "caller and must not be modified"
         )
     return value
+
+
+def input_change(before: Any, after: Any, name: str) -> str | None:
+    """How an input named ``name`` changed from ``before`` to ``after``, as ``call_checked``
+    words it (``"target_logits at [0, 1]: -inf became -1e+30 (1 of 6 entries changed)"``), or
+    None when it did not (arrays bitwise)."""
+    change = _change(before, after, name)
+    return None if change is None else f"{change[0]}: {change[1]}"
 
 
 class _InputChanged(Exception):

@@ -2,9 +2,12 @@
 
 ``calls`` comes first: one minimal valid call of each function the implementation offers. A
 crash, a hang or garbage there fails it, and the runner skips the later tiers (they would only
-report the same crash again). ``shapes`` then runs generated valid cases and checks what comes
-back; ``errors`` runs ``BAD_ARGUMENTS``: every row must raise a ``ValueError`` whose message
-names the argument.
+report the same crash again). ``inputs`` makes valid calls on which the usual in-place
+shortcuts change something (-inf logits, a temperature, draft rows a hair off 1) and asks that
+every input come back bitwise as given: the caller owns them (an engine reuses its logits and
+draft buffers; vLLM PR #16952 divided the caller's tensor in place). ``shapes`` then runs
+generated valid cases and checks what comes back; ``errors`` runs ``BAD_ARGUMENTS``: every row
+must raise a ``ValueError`` whose message names the argument.
 """
 
 from __future__ import annotations
@@ -26,9 +29,6 @@ from spec_verify.tiers._cases import ParityCase, case_seeds, lookup_case, verify
 from spec_verify.uniforms import ScriptedUniforms
 
 __all__ = ["BAD_ARGUMENTS", "BadArgument", "run_contract_tier"]
-
-
-
 
 
 # ---- the bad-argument table ----------------------------------------------------------------
@@ -429,6 +429,101 @@ def _check_shapes(
     )
 
 
+# ---- inputs belong to the caller ----------------------------------------------------------
+
+# Valid inputs on which the usual in-place shortcuts change something: -inf logits (a
+# "sanitising" rewrite to a large finite value), a temperature other than 1 (``logits /= t``),
+# draft rows summing to 1 - 1e-9, within the contract's tolerance (an in-place renormalisation,
+# the ``div_`` of vLLM PR #16952), non-empty history and prompt (an append).
+_INPUT_ROWS = np.array(
+    [[0.5, -_INF, 1.5, 0.0, -1.0], [2.0, 0.25, -_INF, 1.0, 0.0], [-_INF, 1.0, 0.5, 3.0, -2.0]]
+)
+_INPUT_Q = np.array([[0.3, 0.2, 0.1, 0.4 - 1e-9, 0.0], [0.25, 0.25, 0.125, 0.375, 0.0]])
+_INPUT_IDS = (3, 0)
+
+
+def _input_probes(capabilities: frozenset[str]) -> list[tuple[str, str, tuple[Any, ...]]]:
+    """(label, call, arguments) of each probe the implementation offers; the arguments hold
+    the parameters as a dict (built with ``impl.params`` at the call)."""
+    rows, q, ids = _INPUT_ROWS, _INPUT_Q, list(_INPUT_IDS)
+    probes: list[tuple[str, str, tuple[Any, ...]]] = []
+    if "verify_draft" in capabilities:
+        probes += [
+            ("verify_draft (sampled)", "verify_draft",
+             (rows, ids, q, {"temperature": 0.7, "top_k": 3}, [1, 3], [4, 0])),
+            ("verify_draft (deterministic draft)", "verify_draft",
+             (rows, ids, None, {"temperature": 1.5, "min_p": 0.05}, [2], [])),
+        ]  # fmt: skip
+        if "greedy" in capabilities:
+            probes.append(("verify_draft (greedy)", "verify_draft",
+                           (rows, ids, q, {"temperature": 0.0}, [0], [1])))  # fmt: skip
+    if "sampling_distribution" in capabilities:
+        probes.append(("sampling_distribution", "sampling_distribution",
+                       (rows[0], {"temperature": 0.7, "top_p": 0.9}, [1], [2])))  # fmt: skip
+    return probes
+
+
+def _input_call(impl: Implementation, call: str, args: tuple[Any, ...]) -> None:
+    if call == "verify_draft":
+        rows, ids, q, fields, history, prompt = args
+        impl.verify_draft(rows, ids, q, impl.params(**fields), history,
+                          ScriptedUniforms((), then=0.5), prompt)  # fmt: skip
+    else:
+        logits, fields, history, prompt = args
+        impl.sampling_distribution(logits, impl.params(**fields), history, prompt)
+
+
+_INPUT_NAMES = {
+    "verify_draft": ("target_logits", "draft_ids", "draft_probs", None, "history", "prompt"),
+    "sampling_distribution": ("logits", None, "history", "prompt"),
+}
+
+
+def _check_inputs(impl: Implementation, capabilities: frozenset[str], start: float) -> CheckResult:
+    """Valid calls must leave every input as it was given, bitwise.
+
+    The adapters hand a Python implementation its own copies and compare them after the call
+    (``_remote.call_checked``), and the C ABI path compares its const arrays: a write is an
+    ``ImplementationError`` naming the argument. This check also compares the harness's own
+    arrays after each call, so an adapter that passed them through unguarded is caught too.
+    """
+    from spec_verify.adapters._remote import input_change
+
+    problems: list[str] = []
+    probes = _input_probes(capabilities)
+    for label, call, args in probes:
+        given = [np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in args]
+        given = [list(a) if isinstance(a, list) else a for a in given]
+        try:
+            _input_call(impl, call, tuple(given))
+        except ImplementationError as exc:
+            problems.append(f"{label}: {exc.reason}")
+            continue
+        except ValueError as exc:
+            problems.append(f"{label}: raised {type(exc).__name__} on valid input: {exc}")
+            continue
+        for name, before, after in zip(_INPUT_NAMES[call], args, given, strict=True):
+            change = None if name is None else input_change(before, after, name)
+            if change is not None:
+                problems.append(f"{label}: modified its input {change}")
+                break
+    seconds = time.perf_counter() - start
+    if not problems:
+        return CheckResult(
+            "contract", "inputs", Status.PASSED,
+            f"{len(probes)} valid calls with -inf logits, a temperature, draft rows a hair off "
+            "1, history and prompt: every input came back bitwise as it was given",
+            n=len(probes), seconds=seconds,
+        )  # fmt: skip
+    return CheckResult(
+        "contract", "inputs", Status.FAILED,
+        f"{len(problems)} of {len(probes)} valid calls changed what they were given (inputs "
+        "belong to the caller: an engine reuses its logits and draft buffers): "
+        + problems[0] + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""),
+        n=len(probes), details={"problems": problems}, seconds=seconds,
+    )  # fmt: skip
+
+
 def run_contract_tier(
     impl: Implementation,
     *,
@@ -437,15 +532,18 @@ def run_contract_tier(
     progress: Progress | None = None,
     **options: Any,
 ) -> list[CheckResult]:
-    """The contract tier: ``calls`` (the gate), ``shapes`` and ``errors``."""
+    """The contract tier: ``calls`` (the gate), ``inputs``, ``shapes`` and ``errors``."""
     capabilities = impl.capabilities
     calls = _check_calls(impl, capabilities, time.perf_counter())
     if not calls.status.ok:
         return [calls]
+    if progress:
+        progress("contract: inputs left as given")
+    inputs = _check_inputs(impl, capabilities, time.perf_counter())
     if progress:
         progress("contract: shapes of generated cases")
     shapes = _check_shapes(impl, capabilities, seed, 100 if quick else 300, time.perf_counter())
     if progress:
         progress("contract: the bad-argument table")
     errors = _check_errors(impl, capabilities, time.perf_counter())
-    return [calls, shapes, errors]
+    return [calls, inputs, shapes, errors]
