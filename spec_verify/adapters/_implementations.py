@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import abc
 import importlib
+import importlib.util
 import operator
+import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from fractions import Fraction
@@ -20,6 +22,7 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 import numpy as np
 from numpy.typing import NDArray
 
+from spec_verify._specs import PythonTarget, check_mutant, check_spec, resolve_python
 from spec_verify.adapters._generation_request import (
     GENERATION_TIMEOUT,
     GenerationRequest,
@@ -654,24 +657,51 @@ def check_tree_result(
 
 
 def load_python(spec: str, module_name: str) -> Implementation:
-    if not module_name:
-        raise UnknownImplementation("impl", spec, "python: needs a module", "python:package.module")
+    """Import a ``python:`` module or file into this process (``in_process=True``)."""
+    found = resolve_python(spec, module_name)
+    if found.search and found.search not in sys.path:
+        sys.path.append(found.search)  # as the worker does: the current folder, or the file's
     try:
-        module = importlib.import_module(module_name)
+        module = _import(found)
     except ImportError as exc:
         raise UnknownImplementation(
-            "impl",
-            spec,
-            f"module {module_name!r} cannot be imported ({exc})",
-            "check the name and that it is on sys.path",
-        ) from exc
+            "impl", spec, f"importing {found.target!r} failed ({exc})",
+            "fix the import error in the module (run python -c 'import <module>' to see it)",
+        ) from exc  # fmt: skip
     try:
         host = PythonImplementation(spec, module)
-        if not hasattr(module, "verify_draft"):
-            return _as_kernel(host, set(dir(module)), module_name)
-        return host
     except InvalidArgument as exc:  # its SPEC_VERIFY_CAPABILITIES is malformed
-        raise UnknownImplementation("impl", spec, str(exc), exc.fix) from exc
+        raise _malformed_declaration(spec, exc) from exc
+    if not hasattr(module, "verify_draft"):
+        return _as_kernel(host, set(dir(module)), found.target)
+    return host
+
+
+def _import(found: PythonTarget) -> ModuleType:
+    """The module ``found`` names: imported by name, or executed from its file (registered
+    under its stem, or a private name when that is taken, so dataclasses and pickling work)."""
+    if not found.path:
+        return importlib.import_module(found.module)
+    name = found.module if found.module not in sys.modules else f"_spec_verify_file_{found.module}"
+    file_spec = importlib.util.spec_from_file_location(name, found.path)
+    if file_spec is None or file_spec.loader is None:
+        raise ImportError(f"{found.path} cannot be loaded as Python source")
+    module = importlib.util.module_from_spec(file_spec)
+    sys.modules[name] = module
+    try:
+        file_spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(name, None)
+        raise
+    return module
+
+
+def _malformed_declaration(spec: str, exc: InvalidArgument) -> UnknownImplementation:
+    """A load error for a malformed ``SPEC_VERIFY_CAPABILITIES``, said once (``exc`` already
+    names the declaration)."""
+    return UnknownImplementation(
+        "impl", spec, f"its {DECLARATION} = {exc.value!r:.80}: {exc.rule}", exc.fix
+    )
 
 
 def _as_kernel(host: Any, names: set[str] | frozenset[str], target: str) -> Implementation:
@@ -689,8 +719,9 @@ def _as_kernel(host: Any, names: set[str] | frozenset[str], target: str) -> Impl
             "impl",
             host.name,
             f"module {target!r} has no verify_draft",
-            "expose the contract names of seed section 4, or declare a batched rejection "
-            f"kernel: {KERNEL_DECLARATION} = 'function_name' (docs/tutorial-own-sampler.md)",
+            "define verify_draft(target_logits, draft_ids, draft_probs, p, history, rng, prompt) "
+            f"(docs/implementing.md), or declare a batched rejection kernel: "
+            f"{KERNEL_DECLARATION} = 'function_name' (docs/tutorial-own-sampler.md)",
         )
     kernel = getattr(host.module, KERNEL_DECLARATION)
     if not isinstance(kernel, str) or kernel not in names:
@@ -707,21 +738,20 @@ def _load_in_worker(spec: str, kind: str, target: str) -> Implementation:
     """``reference``, ``python:`` and ``mutant:`` in a worker process (never imported here)."""
     from spec_verify.adapters._python_adapter import WorkerImplementation
 
-    if kind == "python" and not target:
-        raise UnknownImplementation("impl", spec, "python: needs a module", "python:package.module")
-    if kind == "mutant":
-        from spec_verify.mutants.catalogue import UnknownMutant, mutant_by_id
-
-        try:
-            mutant_by_id(target)
-        except UnknownMutant as exc:
-            raise UnknownImplementation("impl", spec, exc.rule, exc.fix) from None
+    search = ""
+    if kind == "python":
+        found = resolve_python(spec, target)
+        target, search = found.target, found.search
+    elif kind == "mutant":
+        check_mutant(spec, target, "impl")
     try:
-        impl = WorkerImplementation(spec, kind, target)
-        if "verify_draft" not in impl.names:
-            return _as_kernel(impl, impl.names, target)
+        impl = WorkerImplementation(spec, kind, target, search=search)
+    except UnknownImplementation:
+        raise  # the worker's own load error, said once
     except InvalidArgument as exc:  # its SPEC_VERIFY_CAPABILITIES is malformed
-        raise UnknownImplementation("impl", spec, str(exc), exc.fix) from exc
+        raise _malformed_declaration(spec, exc) from exc
+    if "verify_draft" not in impl.names:
+        return _as_kernel(impl, impl.names, target)
     return impl
 
 
@@ -737,27 +767,14 @@ def load_implementation(spec: str, *, in_process: bool = False) -> Implementatio
     Raises:
         UnknownImplementation: the spec names nothing loadable; the message says why and the fix.
     """
-    if not isinstance(spec, str) or not spec:
-        raise UnknownImplementation(
-            "impl",
-            spec,
-            "must be a non-empty string",
-            "reference, python:pkg.mod, ffi:lib.so or mutant:s03",
-        )
+    check_spec(spec)
     if spec == "reference":
         if in_process:
             return load_python(spec, "spec_verify.reference")
         return _load_in_worker(spec, "reference", "")
-    scheme, sep, rest = spec.partition(":")
+    scheme, _, rest = spec.partition(":")
     if spec == "transformers":
-        sep = ":"  # the bare name: transformers' sampler with torch's own generator
-    if not sep or scheme not in _LOADERS:
-        raise UnknownImplementation(
-            "impl",
-            spec,
-            f"unknown scheme {scheme!r}",
-            "use reference, python:pkg.mod, ffi:path/to/lib.so, mutant:sNN or transformers",
-        )
+        scheme = "transformers"  # the bare name: transformers' sampler with torch's own generator
     if scheme in ("python", "mutant") and not in_process:
         return _load_in_worker(spec, scheme, rest)
     module_name, _, function = _LOADERS[scheme].partition(":")

@@ -173,17 +173,26 @@ class WorkerImplementation(Implementation):
     """A Python implementation module served from a worker process (see the module doc).
 
     Attributes:
-        name: the spec (``python:pkg.mod``, ``mutant:s03``, ``reference``).
+        name: the spec (``python:pkg.mod``, ``python:path/to/file.py``, ``mutant:s03``,
+            ``reference``).
         capabilities: what the module offers (from its public names).
         timeout: seconds per contract call.
+        search: a folder the worker appends to ``sys.path`` (where the module was found).
     """
 
     def __init__(
-        self, spec: str, kind: str, target: str, timeout: float = DEFAULT_CALL_TIMEOUT
+        self,
+        spec: str,
+        kind: str,
+        target: str,
+        timeout: float = DEFAULT_CALL_TIMEOUT,
+        *,
+        search: str = "",
     ) -> None:
         self.name = spec
         self.kind = kind
         self.target = target
+        self.search = search
         self.timeout = timeout
         self.current_timeout = timeout
         self.names: frozenset[str] = frozenset()
@@ -209,15 +218,16 @@ class WorkerImplementation(Implementation):
         with self._lock:
             if self._session is not None:
                 return self._session
-            worker = WorkerProcess(
-                self.name, "spec_verify.adapters._python_worker", [self.kind, self.target]
-            )
+            args = [self.kind, self.target] + ([self.search] if self.search else [])
+            worker = WorkerProcess(self.name, "spec_verify.adapters._python_worker", args)
             try:
                 reply, _ = worker.exchange(None, None, "load", _START_TIMEOUT)
                 kind = reply.get("kind")
                 if kind == "load_error":
                     error = decode_error(reply.get("error"))
                     worker.close(_QUIT)
+                    if isinstance(error, InvalidArgument):  # named by the spec as given
+                        raise UnknownImplementation("impl", self.name, error.rule, error.fix)
                     raise error
                 if kind != "ready":
                     raise WireError(f"the greeting is {kind!r:.40}, not 'ready'")

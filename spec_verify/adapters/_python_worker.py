@@ -14,6 +14,7 @@ one request per step of).
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 import socket
 import sys
@@ -124,7 +125,10 @@ class Toolbox:
         return [float(rng.random()) for _ in range(int(n))]
 
 
-def _load(kind: str, name: str) -> ModuleType:
+def _load(kind: str, name: str, search: str = "") -> ModuleType:
+    """The module to serve: the reference, a mutant, or a ``python:`` module by its dotted
+    name or its absolute file path (``_implementations.resolve_python`` found it, and the
+    folder it was found from, ``search``, is appended to ``sys.path`` as the harness saw it)."""
     if kind == "reference":
         return importlib.import_module("spec_verify.reference")
     if kind == "mutant":
@@ -132,15 +136,35 @@ def _load(kind: str, name: str) -> ModuleType:
 
         module: ModuleType = load_mutant(f"mutant:{name}", name).module
         return module
+    if search and search not in sys.path:
+        sys.path.append(search)  # after sys.path: an installed package still wins, as there
     try:
+        if os.path.isabs(name) and name.endswith(".py"):
+            return _load_file(name)
         return importlib.import_module(name)
     except ImportError as exc:
         raise UnknownImplementation(
             "impl",
             f"python:{name}",
-            f"module {name!r} cannot be imported ({exc})",
-            "check the name and that it is on sys.path",
+            f"importing {name!r} failed ({type(exc).__name__}: {exc})",
+            "fix the import in the module (python -c 'import <module>' shows it)"
+            if os.path.isabs(name) or exc.name != name.split(".", maxsplit=1)[0] else
+            "check the name, or give the path of the .py file",
         ) from exc
+
+
+def _load_file(path: str) -> ModuleType:
+    """Run a ``.py`` file as a module named by its stem (registered in ``sys.modules``, so
+    its dataclasses and pickles work), or by a private name when the stem is taken."""
+    stem = os.path.splitext(os.path.basename(path))[0]
+    name = stem if stem.isidentifier() and stem not in sys.modules else f"_spec_verify_impl_{stem}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"{path} cannot be loaded as Python source", path=path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 class _Peer:
@@ -171,11 +195,12 @@ class _Peer:
 
 def main(argv: list[str]) -> int:
     fd, kind, name = int(argv[1]), argv[2], argv[3]
+    search = argv[4] if len(argv) > 4 else ""
     harden_worker()
     sock = socket.socket(fileno=fd)
     peer = _Peer(sock)
     try:
-        module = _load(kind, name)
+        module = _load(kind, name, search)
     except BaseException as exc:  # sys.exit at import, a crash at import: a load failure
         error = exc if isinstance(exc, UnknownImplementation) else UnknownImplementation(
             "impl", name, f"importing it raised {type(exc).__name__}: {exc}",

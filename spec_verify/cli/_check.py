@@ -198,16 +198,46 @@ def _usage_problem(args: argparse.Namespace) -> str | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from spec_verify import reports
-    from spec_verify.adapters._process import become_subreaper, children, reap_all_children
-    from spec_verify.cli._report_files import ReportFiles, ReportPathError, placeholder_report
+    from spec_verify._specs import check_spec
+    from spec_verify.cli._usage import usage_line
     from spec_verify.errors import UnknownImplementation
-    from spec_verify.runner import DEFAULT_BUDGET, run_checks
 
     problem = _usage_problem(args)
     if problem is not None:
         _say(f"spec-verify check: {problem}", sys.stderr)
         return ExitCode.USAGE_ERROR
+    # What the spec names is checked before any worker starts or report is printed, and before
+    # the harness is imported: a typo is a usage error in well under a second, never a verdict.
+    try:
+        check_spec(args.impl)
+    except UnknownImplementation as exc:
+        _refused(args, exc)
+        _say(usage_line("check", exc, {"impl": "--impl"}), sys.stderr)
+        return ExitCode.USAGE_ERROR
+    return _run(args)
+
+
+def _refused(args: argparse.Namespace, exc: Exception) -> None:
+    """Report files asked for say that nothing was checked: a stale passing report must not
+    survive a run that checked nothing (a path that cannot be written is left as it is)."""
+    if not (args.json or args.junit):
+        return
+    from spec_verify.cli._report_files import ReportFiles, ReportPathError, placeholder_report
+
+    stub = placeholder_report(args.impl, args.seed, args.tier or list(_TIERS), args.quick,
+                              "usage_error", f"nothing was checked: {exc}")  # fmt: skip
+    with contextlib.suppress(ReportPathError, OSError):
+        ReportFiles(args.json, args.junit).write(stub, "usage_error")
+
+
+def _run(args: argparse.Namespace) -> int:
+    from spec_verify import reports
+    from spec_verify.adapters._process import become_subreaper, children, reap_all_children
+    from spec_verify.cli._report_files import ReportFiles, ReportPathError, placeholder_report
+    from spec_verify.cli._usage import usage_line
+    from spec_verify.errors import UnknownImplementation
+    from spec_verify.runner import DEFAULT_BUDGET, run_checks
+
     if isinstance(args.seed, DrawnSeed):  # before any work: a run that dies can be replayed
         _say(f"spec-verify check: --seed random drew {args.seed}; --seed {args.seed} replays "
              "this run", sys.stderr)
@@ -249,7 +279,7 @@ def run(args: argparse.Namespace) -> int:
         )
     except UnknownImplementation as exc:
         files.write(stub("usage_error", f"nothing was checked: {exc}"), "usage_error")
-        _say(f"spec-verify check: {exc}", sys.stderr)
+        _say(usage_line("check", exc, {"impl": "--impl", "tier": "--tier"}), sys.stderr)
         return ExitCode.USAGE_ERROR
     except (KeyboardInterrupt, _Terminated) as exc:
         why = "SIGTERM" if isinstance(exc, _Terminated) else "Ctrl-C (SIGINT)"

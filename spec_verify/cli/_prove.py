@@ -95,7 +95,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         return _run(args)
     except InvalidArgument as error:
-        print(f"spec-verify prove: error: {error}", file=sys.stderr)
+        from spec_verify.cli._usage import usage_line
+
+        print(usage_line("prove", error, {"impl": "--impl"}), file=sys.stderr)
         return ExitCode.USAGE_ERROR
 
 

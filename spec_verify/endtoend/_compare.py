@@ -168,8 +168,10 @@ def compare_generators(
         with ``complete=False`` and its failure, not an exception.
 
     Raises:
-        InvalidArgument: bad arguments, or ``n`` too small for the declared power.
+        InvalidArgument: bad arguments (a generator whose module or file does not exist among
+            them: ``UnknownImplementation``), or ``n`` too small for the declared power.
     """
+    _check_generators({"A": generator_a, "B": generator_b})
     _, family_alpha, delta, power = _check_plan(2, family_alpha, delta, power)
     if isinstance(length, bool) or not isinstance(length, int) or length < 1:
         raise InvalidArgument("length", length, "must be an integer >= 1")
@@ -210,6 +212,29 @@ def compare_generators(
         progress=progress,
     )
     return _from_outcome(outcome, vocab_size, family_alpha, power, root_seed)
+
+
+def _check_generators(specs: dict[str, Any]) -> None:
+    """Each generator's module or file exists (found as ``check --impl python:`` finds one:
+    ``sys.path``, then the current folder), before any worker starts: a typo is a usage
+    error with the closest name, never a comparison without a verdict.
+
+    Raises:
+        InvalidArgument: a spec that is not ``python:module:function`` or
+            ``python:path/to/file.py:function``, or whose module or file is nowhere.
+    """
+    from spec_verify._specs import resolve_python
+
+    for label, spec in specs.items():
+        target, sep, function = spec[len("python:"):].rpartition(":") if isinstance(
+            spec, str) and spec.startswith("python:") else ("", "", "")  # fmt: skip
+        if not (sep and target and function.isidentifier()):
+            raise InvalidArgument(
+                label, spec,
+                "must name a generator as python:module:function or python:file.py:function",
+                "e.g. python:mygen:speculative, a function taking a seed and returning token ids",
+            )  # fmt: skip
+        resolve_python(spec, target, label)
 
 
 def _from_outcome(

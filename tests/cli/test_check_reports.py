@@ -38,10 +38,11 @@ def test_a_stale_passing_report_is_replaced_when_nothing_loads(tmp_path, capsys)
     junit.write_text("<testsuites failures='0' errors='0'/>")
     code = main(["check", "--impl", "python:no_such_module_here", "--json", str(report),
                  "--junit", str(junit), "--no-progress"])  # fmt: skip
-    assert code == ExitCode.FAILED  # a load failure is the implementation's failure
+    assert code == ExitCode.USAGE_ERROR  # a module that is nowhere: nothing was checked
     data = json.loads(report.read_text())
-    assert data["passed"] is False and data["state"] == "complete"
-    assert ET.parse(junit).getroot().get("failures") == "1"
+    assert data["passed"] is False and data["state"] == "usage_error"
+    assert "no_such_module_here" in data["results"][0]["message"]
+    assert ET.parse(junit).getroot().get("errors") == "1"
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]  # no temp left
 
 

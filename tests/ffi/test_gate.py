@@ -102,7 +102,6 @@ def test_a_broken_library_is_one_failed_check_and_the_run_finishes(c_libs, name,
 @pytest.mark.parametrize(
     ("name", "words"),
     [
-        ("not_a_library", "not a loadable shared library"),
         ("abi_v1", "ABI version 1"),
         ("missing_symbols", "does not export"),
     ],
