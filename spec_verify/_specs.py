@@ -20,7 +20,14 @@ from typing import Any
 
 from spec_verify.errors import UnknownImplementation
 
-__all__ = ["SCHEMES", "PythonTarget", "check_mutant", "check_spec", "resolve_python"]
+__all__ = [
+    "SCHEMES",
+    "PythonTarget",
+    "check_generator",
+    "check_mutant",
+    "check_spec",
+    "resolve_python",
+]
 
 # The schemes a spec may start with (each has a loader in adapters._implementations).
 SCHEMES = ("python", "ffi", "mutant", "transformers")
@@ -303,3 +310,22 @@ def check_mutant(spec: str, rest: str, argument: str) -> None:
         hint = (f"did you mean 'mutant:{short}'?" if len(rest) == 2 and short in ids
                 else _did_you_mean(rest, ids, lambda s: f"mutant:{s}"))  # fmt: skip
         raise UnknownImplementation(argument, spec, exc.rule, _join(hint, exc.fix)) from None
+
+
+def check_generator(spec: Any, argument: str) -> None:
+    """A ``compare`` generator: ``python:module:function`` or ``python:path/to/file.py:function``
+    whose module or file exists (the function is looked up by the worker that imports it).
+
+    Raises:
+        UnknownImplementation: not of that form, or the module or file is nowhere.
+    """
+    target, sep, function = "", "", ""
+    if isinstance(spec, str) and spec.startswith("python:"):
+        target, sep, function = spec[len("python:") :].rpartition(":")
+    if not (sep and target and function.isidentifier()):
+        raise UnknownImplementation(
+            argument, spec,
+            "must name a generator as python:module:function or python:file.py:function",
+            "e.g. python:mygen:speculative, a function taking a seed and returning token ids",
+        )  # fmt: skip
+    resolve_python(spec, target, argument)

@@ -22,6 +22,7 @@ from spec_verify.results import CheckResult, Status
 from spec_verify.runner import CheckReport
 
 __all__ = [
+    "SCHEMA_VERSION",
     "format_failures",
     "format_summary",
     "junit_xml",
@@ -31,6 +32,10 @@ __all__ = [
     "write_junit",
     "xml_safe",
 ]
+
+# The version of the JSON reports' layout (every command's: check here, the others in the CLI):
+# raised when a field changes meaning or goes away, not when one is added.
+SCHEMA_VERSION = 1
 
 _STATUS_LABEL = {
     Status.PASSED: "PASS",
@@ -171,9 +176,13 @@ def _plain(value: Any) -> Any:  # noqa: PLR0911 -- one return per kind of value
 
 
 def report_json(report: CheckReport) -> dict[str, Any]:
-    """The whole report as plain JSON (``CheckReport.to_json`` with details made plain)."""
+    """The whole report as plain JSON (``CheckReport.to_json`` with details made plain), led by
+    ``schema_version``, the tool's version and ``report: "check"``."""
+    from spec_verify import __version__
+
     data: dict[str, Any] = _plain(report.to_json())
-    return data
+    return {"schema_version": SCHEMA_VERSION, "spec_verify_version": __version__,
+            "report": "check", **data}  # fmt: skip
 
 
 def write_json(report: CheckReport, path: str | pathlib.Path) -> pathlib.Path:

@@ -19,6 +19,7 @@ import sys
 import time
 from typing import Any, TextIO
 
+from spec_verify.cli._json_out import add_json_option, text_stream
 from spec_verify.results import ExitCode
 from spec_verify.seeds import DrawnSeed, seed_option
 
@@ -31,7 +32,7 @@ _TIERS = (
 _PROFILES = ("conformance", "lossless")
 _CAPABILITIES = (
     "verify_draft", "injected_uniforms", "greedy", "float32", "sampling_distribution",
-    "prompt_lookup", "pcg32", "generation", "verify_tree",
+    "prompt_lookup", "pcg32", "generation", "verify_tree", "uniforms_open_closed",
 )
 
 
@@ -93,7 +94,7 @@ def register(subparsers: Any) -> None:
         help="stop after the first tier with a failed check (the later tiers are reported as "
         "skipped); a fast no for a port's CI, never a pass",
     )
-    parser.add_argument("--json", metavar="FILE", help="write the JSON report here")
+    add_json_option(parser, "the report")
     parser.add_argument("--junit", metavar="FILE", help="write a JUnit XML report here")
     parser.add_argument("--plots", metavar="DIR", help="write PNG plots here (needs matplotlib)")
     parser.add_argument("--no-progress", action="store_true", help="no progress on stderr")
@@ -298,13 +299,14 @@ def _run(args: argparse.Namespace) -> int:
                 progress.done()
     # The files first: stdout may be closed or a broken pipe, and CI reads the files.
     written = files.write(report, "complete")
-    _say(reports.format_summary(report))
+    out = text_stream(args)  # stderr when the JSON report takes stdout
+    _say(reports.format_summary(report), out)
     failures = reports.format_failures(report)
     if failures:
-        _say("\n" + failures)
+        _say("\n" + failures, out)
     for path in written:
         kind = "JSON" if path == files.json else "JUnit"
-        _say(f"{kind} report: {path}")
+        _say(f"{kind} report: {path}", out)
     if args.plots:
         try:
             from spec_verify.plots import write_plots
@@ -318,5 +320,5 @@ def _run(args: argparse.Namespace) -> int:
             )
         else:
             plotted += [acceptance] if acceptance else []
-            _say(f"plots: {len(plotted)} PNG files in {args.plots}")
+            _say(f"plots: {len(plotted)} PNG files in {args.plots}", out)
     return ExitCode.PASSED if report.passed else ExitCode.FAILED

@@ -11,10 +11,17 @@ failed (no verdict); 2: bad arguments (including a sample size below the power p
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from typing import Any
+
+from spec_verify.cli._json_out import (
+    add_json_option,
+    json_problem,
+    text_stream,
+    versioned,
+    write_json,
+)
 
 __all__ = ["register", "run"]
 
@@ -91,16 +98,30 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="seconds one draw may take before it is a hang (default: %(default)g)",
     )
     parser.add_argument("--plots", metavar="DIR", help="write compare.png here (matplotlib)")
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    add_json_option(parser, "the verdict and every test")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Compare, print the verdict and the per-position table; return the exit code."""
-    from spec_verify.endtoend import compare_generators
+    from spec_verify._specs import check_generator
+    from spec_verify.cli._usage import usage_line
     from spec_verify.errors import InvalidArgument
     from spec_verify.results import ExitCode
 
+    problem = json_problem(args.json)
+    if problem is not None:
+        print(f"spec-verify compare: error: {problem}", file=sys.stderr)
+        return int(ExitCode.USAGE_ERROR)
+    try:  # before numpy and the workers: a typo is a usage error at once
+        check_generator(args.generator_a, "A")
+        check_generator(args.generator_b, "B")
+    except InvalidArgument as error:
+        print(usage_line("compare", error, _OPTION_BY_ARGUMENT), file=sys.stderr)
+        return int(ExitCode.USAGE_ERROR)
+    from spec_verify.endtoend import compare_generators
+
+    out = text_stream(args)
     progress = _Progress(sys.stderr)
     try:
         result = compare_generators(
@@ -115,18 +136,21 @@ def run(args: argparse.Namespace) -> int:
             root_seed=args.seed,
             workers=args.workers,
             timeout=args.timeout,
-            progress=None if args.json else progress,
+            progress=progress,
         )
     except InvalidArgument as error:
-        option = _OPTION_BY_ARGUMENT.get(error.argument, error.argument)
-        text = f"{option} {error.value}: {error.rule}" + (f"; {error.fix}" if error.fix else "")
-        print(f"spec-verify compare: error: {text}", file=sys.stderr)
+        print(usage_line("compare", error, _OPTION_BY_ARGUMENT), file=sys.stderr)
         return int(ExitCode.USAGE_ERROR)
     progress.close()
+    _print(result, args, out)
     if args.json:
-        print(json.dumps(_as_json(result, args)))
-    else:
-        _print(result, args)
+        try:
+            path = write_json(args.json, versioned("compare", _as_json(result, args)))
+        except OSError as exc:
+            print(f"spec-verify compare: error: {exc}", file=sys.stderr)
+            return int(ExitCode.USAGE_ERROR)
+        if path is not None:
+            print(f"JSON report: {path}", file=out)
     if args.plots and result.comparisons:
         from spec_verify.endtoend._plot import write_compare_plot
         from spec_verify.plots import PlotsUnavailable
@@ -136,7 +160,7 @@ def run(args: argparse.Namespace) -> int:
         except PlotsUnavailable as exc:
             print(f"plot skipped: {exc}", file=sys.stderr)
         else:
-            print(f"plot: {path}", file=sys.stderr if args.json else sys.stdout)
+            print(f"plot: {path}", file=out)
     return int(ExitCode.PASSED if result.passed else ExitCode.FAILED)
 
 
@@ -175,21 +199,26 @@ class _Progress:
             self._stream.flush()
 
 
-def _print(result: Any, args: argparse.Namespace) -> None:
+def _print(result: Any, args: argparse.Namespace, out: Any = None) -> None:
+    out = out or sys.stdout
     verdict = "SAME LAW" if result.passed else "DIFFERENT" if result.complete else "NO VERDICT"
-    print(f"{verdict}: {result.message}")
+    # The message opens with the verdict in words ("same law: ...", "different laws: ...", "no
+    # verdict: ..."): the label replaces them, so the verdict is said once.
+    head, sep, rest = result.message.partition(": ")
+    known = head in ("same law", "different laws", "no verdict")
+    print(f"{verdict}: {rest if sep and known else result.message}", file=out)
     for failure in result.failures:
-        print(f"  {failure.describe()}")
         if failure.detail.strip():
             tail = failure.detail.strip().splitlines()[-6:]
-            print("    " + "\n    ".join(tail))
+            print("    " + "\n    ".join(tail), file=out)
     if not result.comparisons:
         return
     print(
         f"A = {args.generator_a}\nB = {args.generator_b}\n"
         f"first {result.length} tokens, V={result.vocab_size}, n_a={result.n_a}, "
         f"n_b={result.n_b}, family alpha {result.family_alpha:g} (Holm over "
-        f"{len(result.comparisons)} tests), {result.seconds:.1f} s"
+        f"{len(result.comparisons)} tests), {result.seconds:.1f} s",
+        file=out,
     )
     header = ("test", "G", "cells", "p-value", "Holm threshold", "TV [95% interval]", "verdict")
     rows = []
@@ -209,17 +238,20 @@ def _print(result: Any, args: argparse.Namespace) -> None:
         )
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     for row in [header, *rows]:
-        print("  " + "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)))
+        print("  " + "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)),
+              file=out)
     print(
         f"detectable: a TV of {result.detectable_tv:.3g} or more between the joint laws is "
-        f"found with probability {result.power:g}"
+        f"found with probability {result.power:g}",
+        file=out,
     )
     if not result.passed and result.complete:
         print(
             "reproduce: spec-verify compare "
             f"{args.generator_a} {args.generator_b} --vocab {result.vocab_size} "
             f"--length {result.length} --samples {result.n_a} --alpha {result.family_alpha:g} "
-            f"--seed {args.seed}"
+            f"--seed {args.seed}",
+            file=out,
         )
 
 

@@ -18,8 +18,9 @@ __all__ = ["register", "run"]
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "demo",
-        help="prove the seed's worked example exactly and run the bundled model",
-        description="Prove the exact output distribution of seed section 3's example and of a "
+        help="prove a worked example exactly and run the bundled model",
+        description="Prove the exact output distribution of a worked example (p = 1/2,1/4,1/4, "
+        "q = 1/4,1/2,1/4) and of a "
         "random case, then run speculative generation on the bundled attention model with each "
         "draft, showing tokens per target pass and the acceptance rate.",
     )
@@ -131,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
         return ExitCode.USAGE_ERROR
     F = Fraction
     ok = _prove(
-        "seed section 3, worked example",
+        "worked example",
         (F(1, 2), F(1, 4), F(1, 4)),
         (F(1, 4), F(1, 2), F(1, 4)),
         1,

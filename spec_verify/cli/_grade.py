@@ -7,7 +7,15 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+from spec_verify.cli._json_out import (
+    STDOUT,
+    add_json_option,
+    json_problem,
+    text_stream,
+    versioned,
+)
 from spec_verify.results import ExitCode
 
 __all__ = ["register", "run"]
@@ -37,7 +45,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                         help="runs at a time (default: the available CPUs)")
     parser.add_argument("--mutants", default=None, metavar="IDS",
                         help="comma-separated catalogue ids to grade against (default: all)")
-    parser.add_argument("--json", metavar="FILE", help="write a mutation-testing-elements report")
+    add_json_option(parser, "a mutation-testing-elements report")
     parser.add_argument("--gradescope", metavar="FILE", help="write Gradescope's results.json")
     parser.add_argument("--junit", metavar="FILE", help="write JUnit XML")
     parser.add_argument("--fail-under", type=float, default=0.0, metavar="PCT",
@@ -71,12 +79,7 @@ def run(args: argparse.Namespace) -> int:
     """Grade, print the table, write the requested reports; 0 when graded and high enough."""
     from spec_verify.errors import InvalidArgument
     from spec_verify.mutants.grader import grade
-    from spec_verify.mutants.reports import (
-        gradescope_results,
-        junit_xml,
-        mutation_testing_report,
-        terminal_report,
-    )
+    from spec_verify.mutants.reports import terminal_report
 
     mutants = None if args.mutants is None else [m.strip() for m in args.mutants.split(",")]
 
@@ -86,8 +89,9 @@ def run(args: argparse.Namespace) -> int:
 
     if args.submissions:
         return _batch(args, mutants, progress)
-    if args.csv:
-        print("spec-verify grade: error: --csv needs --submissions", file=sys.stderr)
+    problem = _usage_problem(args)
+    if problem is not None:  # before the suite runs (minutes), not after
+        print(f"spec-verify grade: error: {problem}", file=sys.stderr)
         return ExitCode.USAGE_ERROR
     try:
         result = grade(
@@ -99,20 +103,49 @@ def run(args: argparse.Namespace) -> int:
     except InvalidArgument as error:
         print(f"spec-verify grade: error: {error}", file=sys.stderr)
         return ExitCode.USAGE_ERROR
-    print(terminal_report(result, full=not args.short), end="")
+    print(terminal_report(result, full=not args.short), end="", file=text_stream(args))
+    if not _write_reports(args, result):
+        return ExitCode.USAGE_ERROR
+    if not result.graded or 100 * result.grade < args.fail_under:
+        return ExitCode.FAILED
+    return ExitCode.PASSED
+
+
+def _usage_problem(args: argparse.Namespace) -> str | None:
+    """What is wrong with the options of a single grade, found before any run, or None."""
+    if args.csv:
+        return "--csv needs --submissions"
+    for option, target in (("--json", args.json), ("--gradescope", args.gradescope),
+                           ("--junit", args.junit)):  # fmt: skip
+        problem = json_problem(target, option)
+        if problem is not None:
+            return problem
+    return None
+
+
+def _write_reports(args: argparse.Namespace, result: Any) -> bool:
+    """Write --json, --gradescope and --junit; False (said on stderr) when one cannot be."""
+    from spec_verify.mutants.reports import gradescope_results, junit_xml, mutation_testing_report
+
     writers: tuple[tuple[str | None, Callable[[], str]], ...] = (
-        (args.json, lambda: json.dumps(mutation_testing_report(result), indent=2)),
+        (args.json, lambda: json.dumps(versioned("grade", mutation_testing_report(result)),
+                                       indent=2)),
         (args.gradescope, lambda: json.dumps(gradescope_results(result), indent=2)),
         (args.junit, lambda: junit_xml(result)),
     )
     for target, render in writers:
-        if target:
-            Path(target).write_text(render() + ("" if target == args.junit else "\n"),
-                                    encoding="utf-8")
+        if target == STDOUT:
+            print(render())
+        elif target:
+            try:
+                Path(target).write_text(render() + ("" if target == args.junit else "\n"),
+                                        encoding="utf-8")
+            except OSError as exc:
+                print(f"spec-verify grade: error: cannot write {target!r}: "
+                      f"{exc.strerror or exc}", file=sys.stderr)
+                return False
             print(f"wrote {target}", file=sys.stderr)
-    if not result.graded or 100 * result.grade < args.fail_under:
-        return ExitCode.FAILED
-    return ExitCode.PASSED
+    return True
 
 
 def _batch(args: argparse.Namespace, mutants: list[str] | None,

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 from spec_verify.results import ExitCode
 
-__all__ = ["main"]
+__all__ = ["EXIT_CODES", "build_parser", "main"]
 
 # Sub-command modules, in the order ``--help`` lists them.
 _COMMANDS = (
@@ -31,12 +31,38 @@ _COMMANDS = (
 )
 
 
+# What each exit code means, in the order ``--help`` lists them (a test checks that every
+# ``ExitCode`` is here and README.md lists the same).
+EXIT_CODES = {
+    ExitCode.PASSED: "every requested check passed",
+    ExitCode.FAILED: "a check failed or errored, or was not proven (a verdict on the "
+    "implementation)",
+    ExitCode.USAGE_ERROR: "usage error: a bad option or an implementation that cannot be "
+    "found; nothing was checked",
+    ExitCode.HARNESS_ERROR: "internal error of spec-verify itself (please report it)",
+    ExitCode.INTERRUPTED: "interrupted (Ctrl-C, SIGTERM, or the output was closed)",
+}
+
+
+def _epilog() -> str:
+    lines = ["exit codes:"]
+    lines += [f"  {int(code):<4} {meaning}" for code, meaning in EXIT_CODES.items()]
+    lines += ["", "Start with: spec-verify check --impl python:path/to/yours.py --profile "
+              "lossless --quick (docs/implementing.md says what the module defines)."]
+    return "\n".join(lines)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``spec-verify`` parser, each sub-command registered by its own module."""
+    from spec_verify import __version__
+
     parser = argparse.ArgumentParser(
         prog="spec-verify",
         description="Prove that a speculative sampler produces exactly the target's output.",
+        epilog=_epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=f"spec-verify {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module_name in _COMMANDS:
         importlib.import_module(module_name).register(subparsers)

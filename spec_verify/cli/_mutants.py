@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
+from spec_verify.cli._json_out import add_json_option, write_json
 from spec_verify.results import ExitCode
 
 __all__ = ["register", "run"]
@@ -13,15 +13,20 @@ __all__ = ["register", "run"]
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``mutants`` sub-command to the CLI."""
+    from spec_verify.mutants.catalogue import CATALOGUE  # plain data: no numpy for --help
+
+    chains = [m.id for m in CATALOGUE if m.id.startswith("s")]
+    trees = [m.id for m in CATALOGUE if m.id.startswith("t")]
     parser = subparsers.add_parser(
         "mutants",
-        help="the mutant catalogue: planted bugs s01-s24 and the tests of ours that kill them",
+        help=f"the mutant catalogue: {len(CATALOGUE)} planted bugs ({chains[0]}-{chains[-1]} on "
+        f"chains, {trees[0]}-{trees[-1]} on trees) and the tests of ours that kill them",
         description="List the catalogue of planted bugs (each a small exact change to the "
         "reference source), or show one with its pitfall, symptom, killing test and diff.",
     )
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     listing = actions.add_parser("list", help="one line per mutant")
-    listing.add_argument("--json", action="store_true", help="print the catalogue as JSON")
+    add_json_option(listing, "the catalogue (a list, one object per mutant)")
     show = actions.add_parser("show", help="one mutant, with its diff against the reference")
     show.add_argument("mutant_id", metavar="ID", help="a catalogue id, e.g. s03")
     parser.set_defaults(func=run)
@@ -34,12 +39,19 @@ def run(args: argparse.Namespace) -> int:
 
     if args.action == "list":
         if args.json:
-            print(json.dumps([{
+            listed = [{
                 "id": m.id, "title": m.title, "pitfall": m.pitfall, "origin": m.origin,
                 "symptom": m.symptom, "files": [f"reference/{f}" for f in m.files],
                 "killed_by": [f"tests/{t}" for t in m.killed_by],
-            } for m in CATALOGUE], indent=2))
-            return ExitCode.PASSED
+            } for m in CATALOGUE]  # fmt: skip
+            try:
+                written = write_json(args.json, listed)
+            except OSError as exc:
+                print(f"spec-verify mutants: error: {exc}", file=sys.stderr)
+                return ExitCode.USAGE_ERROR
+            if written is None:
+                return ExitCode.PASSED
+            print(f"JSON: {written}", file=sys.stderr)
         print(f"{'id':<5}{'pitfall':<9}{'file':<24}title")
         for m in CATALOGUE:
             pitfall = str(m.pitfall) if m.pitfall is not None else "ours"
@@ -52,9 +64,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"spec-verify mutants: error: {error}", file=sys.stderr)
         return ExitCode.USAGE_ERROR
     pitfall = (f"{mutant.pitfall}. {PITFALLS[mutant.pitfall]}" if mutant.pitfall is not None
-               else "(outside the seed's table)")
+               else "(none of the known pitfalls)")
     print(f"{mutant.id}: {mutant.title}")
-    print(f"origin:    {'seed pitfalls table' if mutant.origin == 'seed' else 'ours'}")
+    print(f"origin:    {'the known pitfalls' if mutant.origin == 'seed' else 'ours'}")
     print(f"pitfall:   {pitfall}")
     print(f"symptom:   {mutant.symptom}")
     print("killed by: " + ", ".join(f"tests/{t}" for t in mutant.killed_by))

@@ -8,9 +8,15 @@ false-alarm rate ``--alpha`` with probability ``--power``, over ``--vocab`` toke
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
+from spec_verify.cli._json_out import (
+    add_json_option,
+    json_problem,
+    text_stream,
+    versioned,
+    write_json,
+)
 from spec_verify.errors import InvalidArgument
 from spec_verify.results import ExitCode
 
@@ -59,27 +65,37 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="N",
         help="with --delta: fail (exit 2) if more than N samples are needed, saying what fits",
     )
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    add_json_option(parser, "the plan")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Print the plan; exit code 0, or 2 on an invalid or unaffordable request."""
+    from spec_verify.cli._usage import usage_line
+
+    problem = json_problem(args.json)
+    if problem is not None:
+        print(f"spec-verify power: error: {problem}", file=sys.stderr)
+        return ExitCode.USAGE_ERROR
     try:
         report = _plan(args)
     except InvalidArgument as error:
-        option = _OPTION_BY_ARGUMENT.get(error.argument, error.argument)
-        text = f"{option} {error.value}: {error.rule}" + (f"; {error.fix}" if error.fix else "")
-        print(f"spec-verify power: error: {text}", file=sys.stderr)
+        print(usage_line("power", error, _OPTION_BY_ARGUMENT), file=sys.stderr)
         return ExitCode.USAGE_ERROR
-    if args.json:
-        print(json.dumps(report))
-    elif args.delta is not None:
-        print(f"required samples: {report['samples']}")
-        print(_describe(report))
+    out = text_stream(args)
+    if args.delta is not None:
+        print(f"required samples: {report['samples']}", file=out)
     else:
-        print(f"detectable delta: {report['delta']:.6g}")
-        print(_describe(report))
+        print(f"detectable delta: {report['delta']:.6g}", file=out)
+    print(_describe(report), file=out)
+    if args.json:
+        try:
+            path = write_json(args.json, versioned("power", report))
+        except OSError as exc:
+            print(f"spec-verify power: error: {exc}", file=sys.stderr)
+            return ExitCode.USAGE_ERROR
+        if path is not None:
+            print(f"JSON report: {path}", file=out)
     return ExitCode.PASSED
 
 

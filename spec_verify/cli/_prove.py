@@ -22,11 +22,11 @@ bad input.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
+from spec_verify.cli._json_out import add_json_option, json_problem, versioned, write_json
 from spec_verify.errors import InvalidArgument
 from spec_verify.results import ExitCode, Status
 from spec_verify.seeds import seed_option
@@ -73,7 +73,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                         help="cases per theorem (default: the tier's)")
     parser.add_argument("--leaves", action="store_true",
                         help="print every enumerated leaf, however many")
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    add_json_option(parser, "the proof")
     parser.set_defaults(func=run)
 
 
@@ -92,6 +92,10 @@ def parse_dist(text: str, argument: str) -> Dist:
 
 def run(args: argparse.Namespace) -> int:
     """Dispatch on the mode; see the module docstring for exit codes."""
+    problem = json_problem(args.json)
+    if problem is not None:
+        print(f"spec-verify prove: error: {problem}", file=sys.stderr)
+        return ExitCode.USAGE_ERROR
     try:
         return _run(args)
     except InvalidArgument as error:
@@ -200,7 +204,14 @@ def _comparison(result: Any) -> str:
 
 def _emit(args: argparse.Namespace, payload: dict[str, Any], text: str, ok: bool) -> int:
     if args.json:
-        print(json.dumps(payload, indent=2))
+        try:
+            written = write_json(args.json, versioned("prove", payload))
+        except OSError as exc:
+            print(f"spec-verify prove: error: {exc}", file=sys.stderr)
+            return ExitCode.USAGE_ERROR
+        if written is not None:
+            print(text)
+            print(f"JSON report: {written}")
     else:
         print(text)
     return ExitCode.PASSED if ok else ExitCode.FAILED

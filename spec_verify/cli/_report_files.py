@@ -18,13 +18,22 @@ import contextlib
 import json
 import os
 import pathlib
+import sys
 import tempfile
 from collections.abc import Sequence
 
-from spec_verify.results import CheckResult, Status
+from spec_verify.results import CheckResult, ExitCode, Status
 from spec_verify.runner import CheckReport
 
 __all__ = ["ReportFiles", "ReportPathError", "placeholder_report"]
+
+
+# The exit code of a run that ended in each state other than "complete" (and "running").
+_EXIT_BY_STATE = {
+    "usage_error": ExitCode.USAGE_ERROR,
+    "interrupted": ExitCode.INTERRUPTED,
+    "harness_error": ExitCode.HARNESS_ERROR,
+}
 
 
 class ReportPathError(Exception):
@@ -40,10 +49,13 @@ def placeholder_report(
 
 
 class ReportFiles:
-    """The ``--json`` and ``--junit`` files of a run (either may be None)."""
+    """The ``--json`` and ``--junit`` files of a run (either may be None; ``--json -`` is
+    stdout)."""
 
     def __init__(self, json_path: str | None, junit_path: str | None) -> None:
-        self.json = _resolve(json_path)
+        # ``--json -``: the JSON report goes to stdout, once, with the final state
+        self.json_stdout = json_path == "-"
+        self.json = None if self.json_stdout else _resolve(json_path)
         self.junit = _resolve(junit_path)
 
     def write(self, report: CheckReport, state: str) -> list[pathlib.Path]:
@@ -51,11 +63,19 @@ class ReportFiles:
         from spec_verify import reports
 
         written = []
-        if self.json is not None:
+        if self.json is not None or (self.json_stdout and state != "running"):
             data = reports.report_json(report)
             data["state"] = state
-            _atomic_write(self.json, json.dumps(data, indent=2) + "\n")
-            written.append(self.json)
+            if state in _EXIT_BY_STATE:  # the process's own exit code, not the stub's verdict
+                data["exit_code"] = int(_EXIT_BY_STATE[state])
+            text = json.dumps(data, indent=2) + "\n"
+            if self.json is None:
+                with contextlib.suppress(OSError, ValueError):
+                    sys.stdout.write(text)
+                    sys.stdout.flush()
+            else:
+                _atomic_write(self.json, text)
+                written.append(self.json)
         if self.junit is not None:
             _atomic_write(self.junit, reports.junit_xml(report) + "\n")
             written.append(self.junit)

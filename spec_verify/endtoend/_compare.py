@@ -215,26 +215,13 @@ def compare_generators(
 
 
 def _check_generators(specs: dict[str, Any]) -> None:
-    """Each generator's module or file exists (found as ``check --impl python:`` finds one:
-    ``sys.path``, then the current folder), before any worker starts: a typo is a usage
-    error with the closest name, never a comparison without a verdict.
-
-    Raises:
-        InvalidArgument: a spec that is not ``python:module:function`` or
-            ``python:path/to/file.py:function``, or whose module or file is nowhere.
-    """
-    from spec_verify._specs import resolve_python
+    """Each generator's module or file exists (``spec_verify._specs.check_generator``) before
+    any worker starts: a typo is a usage error with the closest name, never a comparison
+    without a verdict."""
+    from spec_verify._specs import check_generator
 
     for label, spec in specs.items():
-        target, sep, function = spec[len("python:"):].rpartition(":") if isinstance(
-            spec, str) and spec.startswith("python:") else ("", "", "")  # fmt: skip
-        if not (sep and target and function.isidentifier()):
-            raise InvalidArgument(
-                label, spec,
-                "must name a generator as python:module:function or python:file.py:function",
-                "e.g. python:mygen:speculative, a function taking a seed and returning token ids",
-            )  # fmt: skip
-        resolve_python(spec, target, label)
+        check_generator(spec, label)
 
 
 def _from_outcome(
