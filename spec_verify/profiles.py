@@ -80,6 +80,11 @@ _CLAIMS: dict[tuple[str, str], tuple[Claim, str]] = {
         "tokens per round is the token rule's round-length law: a lossless rule that accepts "
         "more (block verification) or less (sampler-match) has another",
     ),
+    ("edges", "certain_acceptance"): (
+        Claim.EFFICIENCY,
+        "a rejection where p(x) >= q(x) loses acceptance; where p = q it is lossless if the "
+        "empty residual falls back to p, and edges/uniforms judges the token it emits",
+    ),
     ("exact", "tree"): (
         Claim.CONFORMANCE,
         "per fixed tree the law is the contract's tree rule's: a lossless multi-draft rule "

@@ -1,7 +1,10 @@
 """Uniform sources for driving an implementation: scripted, counting, and none at all.
 
-Any object with ``random() -> float`` in ``[0, 1)`` is a uniform source (the contract). These
-are the ones the tiers use, offered to test authors too:
+Any object with ``random() -> float`` in ``[0, 1)`` is a uniform source (the contract). An
+implementation may instead declare that the uniforms it consumes lie in ``(0, 1]``, the
+convention of CUDA's ``curand_uniform`` that FlashInfer's kernels draw with, by the capability
+``uniforms_open_closed`` (``UniformInterval``, ``uniform_interval``): the edge tier then feeds it
+``1.0`` and never ``0.0``. These are the sources the tiers use, offered to test authors too:
 
 - ``ScriptedUniforms(script, then=..., limit=...)`` returns ``script`` in order; past its end
   it returns ``then``, or raises ``DrewPastScript`` when ``then`` is None (a draw the contract
@@ -24,20 +27,58 @@ spec_verify.uniforms.DrewPastScript: drew uniform #2; the script allows 1 here
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+import enum
+from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Any, TypeVar
 
 __all__ = [
+    "OPEN_CLOSED",
     "CountingUniforms",
     "DrewPastScript",
     "NoDraws",
     "ScriptedUniforms",
     "TooManyDraws",
+    "UniformInterval",
     "results_or_raised",
+    "uniform_interval",
 ]
 
 T = TypeVar("T")
 Item = TypeVar("Item")
+
+
+# The capability by which an implementation declares that its uniforms lie in (0, 1].
+OPEN_CLOSED = "uniforms_open_closed"
+
+
+class UniformInterval(str, enum.Enum):
+    """Where the uniforms an implementation consumes lie: the contract's ``[0, 1)`` or
+    ``(0, 1]`` (``curand_uniform``). Correct samplers differ between the two only in their
+    comparisons: ``u < p(x)/q(x)`` accepts on ``[0, 1)``, ``u <= p(x)/q(x)`` on ``(0, 1]``; each
+    accepts with probability ``min(1, p(x)/q(x))`` and never a token with ``p(x) = 0``.
+
+    >>> UniformInterval.OPEN_CLOSED.contains(1.0), UniformInterval.CLOSED_OPEN.contains(1.0)
+    (True, False)
+    >>> uniform_interval({"verify_draft", OPEN_CLOSED})
+    <UniformInterval.OPEN_CLOSED: '(0, 1]'>
+    """
+
+    CLOSED_OPEN = "[0, 1)"
+    OPEN_CLOSED = "(0, 1]"
+
+    def contains(self, u: float) -> bool:
+        """Whether ``u`` lies in this interval."""
+        if self is UniformInterval.CLOSED_OPEN:
+            return 0.0 <= u < 1.0
+        return 0.0 < u <= 1.0
+
+
+def uniform_interval(capabilities: Collection[str]) -> UniformInterval:
+    """The interval an implementation with ``capabilities`` declares (``[0, 1)`` unless it
+    offers ``OPEN_CLOSED``)."""
+    if OPEN_CLOSED in capabilities:
+        return UniformInterval.OPEN_CLOSED
+    return UniformInterval.CLOSED_OPEN
 
 
 class DrewPastScript(AssertionError):

@@ -77,6 +77,8 @@ CAPABILITIES = (
     "generation",  # speculative_generate, generate and the bundled models (a Python module)
     "verify_tree",  # verify_tree(target_logits, parents, token_ids, draft_probs, p, history,
     #                 rng, prompt, rule) with an injected uniform source (CONTRACT.md section 6)
+    "uniforms_open_closed",  # its injected uniforms lie in (0, 1], not [0, 1) (curand_uniform's
+    # convention; spec_verify.uniforms): the edge tier feeds it 1.0 and never 0.0
 )
 
 DECLARATION = "SPEC_VERIFY_CAPABILITIES"
