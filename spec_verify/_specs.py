@@ -81,7 +81,8 @@ def _join(*parts: str) -> str:
 
 
 def _looks_like_file(target: str) -> bool:
-    return target.endswith(".py") or "/" in target or os.sep in target or target.startswith("~")
+    return (target.endswith(".py") or "/" in target or os.sep in target
+            or target.startswith("~") or os.path.isfile(target))  # fmt: skip
 
 
 def _modules_in(folders: Iterable[str]) -> set[str]:
@@ -120,7 +121,8 @@ def resolve_python(spec: str, target: str, argument: str = "impl") -> PythonTarg
         found = importlib.machinery.PathFinder.find_spec(parts[0], [here])
         search = here
     if found is None:
-        hint = _did_you_mean(parts[0], _modules_in([here, *sys.path]) | set(sys.modules))
+        hint = _did_you_mean(parts[0], _modules_in([here, *sys.path]) | set(sys.modules),
+                             lambda s: f"python:{s}")  # fmt: skip
         file_hint = f"did you mean 'python:{target}.py'?" if os.path.isfile(target + ".py") else ""
         raise UnknownImplementation(
             argument, spec,
@@ -139,7 +141,8 @@ def resolve_python(spec: str, target: str, argument: str = "impl") -> PythonTarg
         name = ".".join(parts[: depth + 1])
         sub = _find_sub(name, list(locations))
         if sub is None:
-            hint = _did_you_mean(parts[depth], _modules_in(locations),
+            known = {m.rpartition(".")[2] for m in sys.modules if m.startswith(parent + ".")}
+            hint = _did_you_mean(parts[depth], _modules_in(locations) | known,
                                  lambda s, p=parent: f"python:{p}.{s}")  # fmt: skip
             raise UnknownImplementation(
                 argument, spec, f"package {parent!r} has no module {parts[depth]!r}",

@@ -702,7 +702,7 @@ def _malformed_declaration(spec: str, exc: InvalidArgument) -> UnknownImplementa
     """A load error for a malformed ``SPEC_VERIFY_CAPABILITIES``, said once (``exc`` already
     names the declaration)."""
     return UnknownImplementation(
-        "impl", spec, f"its {DECLARATION} = {exc.value!r:.80}: {exc.rule}", exc.fix
+        "impl", spec, f"{DECLARATION}: {exc.rule} ({exc.value!r:.80})", exc.fix
     )
 
 
