@@ -47,7 +47,8 @@ def register(subparsers: Any) -> None:
         "--impl",
         default="reference",
         metavar="SPEC",
-        help="reference (default), python:pkg.mod, ffi:path/to/lib.so, mutant:sNN or "
+        help="reference (default), python:path/to/file.py or python:pkg.mod (from sys.path or "
+        "the current folder; docs/implementing.md), ffi:path/to/lib.so, mutant:sNN or "
         "transformers[:injected][,ensemble=W] (the torch extra)",
     )
     parser.add_argument(

@@ -50,7 +50,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         ),
     )
     parser.add_argument("--impl", default="reference",
-                        help="implementation spec (default: %(default)s)")
+                        help="implementation spec, as for check: reference (the default), "
+                        "python:path/to/file.py, python:pkg.mod, ffi:path/to/lib.so, mutant:sNN")
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--case", metavar="THEOREM/INDEX", help="one generated case")
     mode.add_argument("--theorem", help="one theorem on --cases seeded cases")
