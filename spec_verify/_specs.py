@@ -189,7 +189,8 @@ def _resolve_file(spec: str, target: str, argument: str) -> PythonTarget:
     if not exists:
         folder = path.parent if str(path.parent) else Path(".")
         try:
-            siblings = [p.name for p in folder.iterdir() if p.suffix == ".py"]
+            siblings = [p.name for p in folder.iterdir()
+                        if p.suffix == ".py" and p.name != path.name]  # fmt: skip
         except OSError:
             siblings = []
         hint = _did_you_mean(path.name, siblings,
@@ -225,11 +226,16 @@ def _check_library(spec: str, target: str, argument: str = "impl") -> None:
     path = Path(target).expanduser()
     shown = f"{target} (from {os.getcwd()})" if not path.is_absolute() else target
     try:
+        if path.is_symlink() and not path.exists():
+            raise UnknownImplementation(
+                argument, spec, f"{shown} cannot be read: it is a symbolic link that leads "
+                "nowhere (a loop, or a missing target)", "give the path of the library itself",
+            )  # fmt: skip
         if not path.exists():
             folder = path.parent if str(path.parent) else Path(".")
             try:
                 libraries = [p.name for p in folder.iterdir()
-                             if p.suffix in (".so", ".dylib", ".dll")]  # fmt: skip
+                             if p.suffix in (".so", ".dylib", ".dll") and p.name != path.name]
             except OSError:
                 libraries = []
             hint = _did_you_mean(path.name, libraries,

@@ -9,7 +9,15 @@ from fractions import Fraction
 
 import numpy as np
 
-from spec_verify.reports import format_failures, format_summary, junit_xml, write_json
+import spec_verify
+from spec_verify.reports import (
+    SCHEMA_VERSION,
+    format_failures,
+    format_summary,
+    junit_xml,
+    report_json,
+    write_json,
+)
 from spec_verify.results import CheckResult, Status
 from spec_verify.runner import CheckReport
 
@@ -56,6 +64,15 @@ def test_json_is_plain(tmp_path):
     assert data["counts"]["failed"] == 1
     details = data["results"][1]["details"]
     assert details == {"x": 0.5, "f": "1/3", "inf": "inf", "a": [0, 1]}
+
+
+def test_json_names_its_schema_and_the_tool_first():
+    data = report_json(REPORT)
+    assert list(data)[:3] == ["schema_version", "spec_verify_version", "report"]
+    assert data["schema_version"] == SCHEMA_VERSION == 1
+    assert data["spec_verify_version"] == spec_verify.__version__
+    assert data["report"] == "check"
+    assert data["impl"] == REPORT.impl  # the report's own fields follow, unchanged
 
 
 def test_junit_maps_statuses():

@@ -4,6 +4,8 @@ implementation; a call that hung is not made again; generation runs under a time
 from __future__ import annotations
 
 import ast
+import shutil
+import sys
 import time
 import types
 from pathlib import Path
@@ -185,3 +187,98 @@ def test_tiers_never_probe_an_implementation_by_attribute(path: Path) -> None:
         ):
             probes.append(f"line {node.lineno}: {ast.unparse(node)}")
     assert not probes, probes
+
+
+# --- reading a spec: what it names, found without importing it ------------------------------
+
+
+def test_a_python_spec_is_found_on_sys_path_then_in_the_current_folder(tmp_path, monkeypatch):
+    from spec_verify._specs import resolve_python
+
+    (tmp_path / "mine.py").write_text("raise SystemExit('imported!')\n")  # never run here
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("raise SystemExit('imported!')\n")
+    (tmp_path / "pkg" / "sampler.py").write_text("")
+    monkeypatch.chdir(tmp_path)
+    found = resolve_python("python:mine", "mine")
+    assert (found.module, found.path, found.search) == ("mine", "", str(tmp_path))
+    assert resolve_python("python:pkg.sampler", "pkg.sampler").search == str(tmp_path)
+    on_path = resolve_python("python:json.decoder", "json.decoder")
+    assert (on_path.module, on_path.search) == ("json.decoder", "")  # sys.path: nothing added
+    file = resolve_python("python:./mine.py", "./mine.py")
+    assert (file.module, file.path, file.search) == (
+        "mine", str(tmp_path / "mine.py"), str(tmp_path))
+    assert file.target == str(tmp_path / "mine.py")
+    assert "pkg" not in sys.modules and "mine" not in sys.modules  # nothing was imported
+
+
+def test_a_file_loads_in_process_and_in_the_worker(tmp_path, monkeypatch):
+    from spec_verify.adapters import load_implementation
+
+    shutil.copy(Path(__file__).parents[2] / "examples" / "minimal_sampler.py",
+                tmp_path / "my_sampler.py")  # fmt: skip
+    monkeypatch.chdir(tmp_path)
+    for in_process in (True, False):
+        impl = load_implementation("python:my_sampler.py", in_process=in_process)
+        try:
+            assert impl.name == "python:my_sampler.py"
+            assert "verify_draft" in impl.capabilities
+            emitted, n = _verify(impl)
+            assert len(emitted) == n + 1
+        finally:
+            impl.close()
+    sys.modules.pop("my_sampler", None)
+    if str(tmp_path) in sys.path:  # the in-process load appended it, as the worker does
+        sys.path.remove(str(tmp_path))
+
+
+@pytest.mark.parametrize(
+    ("spec", "words"),
+    [
+        ("", "must be a non-empty string"),
+        ("pyhton:x", "unknown scheme 'pyhton'; did you mean 'python:x'?"),
+        ("ffii:lib.so", "did you mean 'ffi:lib.so'?"),
+        ("mutnt:s03", "did you mean 'mutant:s03'?"),
+        ("refrence", "names no scheme; did you mean 'reference'?"),
+        ("lib.so", "did you mean 'ffi:lib.so'?"),
+        ("python:", "python: needs a module or a file"),
+        ("python:no_such_module_here", "'no_such_module_here' cannot be imported"),
+        ("python:json.nope", "package 'json' has no module 'nope'"),
+        ("python:json.decoder.x", "'json.decoder' is a module, not a package"),
+        ("python:1abc", "neither a dotted module name nor a .py file"),
+        ("python:/nonexistent/x.py", "no file /nonexistent/x.py"),
+        ("ffi:/nonexistent/lib.so", "no such file: /nonexistent/lib.so"),
+        ("ffi:/etc", "is a folder"),
+        ("mutant:s3", "did you mean 'mutant:s03'?"),
+    ],
+)
+def test_a_spec_that_names_nothing_is_refused_with_the_closest_name(spec, words) -> None:
+    from spec_verify._specs import check_spec
+    from spec_verify.errors import UnknownImplementation
+
+    with pytest.raises(UnknownImplementation) as info:
+        check_spec(spec)
+    assert words in str(info.value)
+    assert info.value.argument == "impl" and info.value.value == spec
+    assert str(info.value).count(words) == 1
+
+
+def test_a_symlink_loop_and_a_text_library_are_refused(tmp_path) -> None:
+    from spec_verify._specs import check_spec
+    from spec_verify.errors import UnknownImplementation
+
+    loop = tmp_path / "loop.so"
+    loop.symlink_to(loop)
+    with pytest.raises(UnknownImplementation, match="cannot be read"):
+        check_spec(f"ffi:{loop}")
+    text = tmp_path / "libtext.so"
+    text.write_text("not a library")
+    with pytest.raises(UnknownImplementation, match="not a loadable shared library"):
+        check_spec(f"ffi:{text}")
+    py_loop = tmp_path / "loop.py"
+    py_loop.symlink_to(py_loop)
+    with pytest.raises(UnknownImplementation, match="cannot be read"):
+        check_spec(f"python:{py_loop}")
+    elf = tmp_path / "libfake.so"
+    elf.write_bytes(b"\x7fELF" + bytes(12))
+    check_spec(f"ffi:{elf}")  # looks like one: the loader decides the rest
