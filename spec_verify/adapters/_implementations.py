@@ -1,9 +1,11 @@
 """Implementations under test: the adapter protocol and the loader from one spec string.
 
-Specs: ``reference`` (the bundled reference), ``python:package.module`` (a module exposing the
-contract names of seed section 4), ``ffi:path/to/lib.so`` (a shared library exporting the C ABI
-of ``spec_verify.h``), ``mutant:s03`` (the reference with one planted bug). The adapters are the
-only code that knows how an implementation is called; tiers see only ``Implementation``.
+Specs: ``reference`` (the bundled reference), ``python:package.module`` or
+``python:path/to/file.py`` (a module defining ``verify_draft`` and optionally more contract names:
+docs/implementing.md), ``ffi:path/to/lib.so`` (a shared library exporting the C ABI of
+``spec_verify.h``), ``mutant:s03`` (the reference with one planted bug). ``spec_verify._specs``
+reads a spec before anything loads; the adapters are the only code that knows how an
+implementation is called; tiers see only ``Implementation``.
 """
 
 from __future__ import annotations
@@ -185,7 +187,7 @@ class Implementation(abc.ABC):
         rng: Any,
         prompt: Sequence[int] = (),
     ) -> tuple[list[int], int]:
-        """``(emitted_ids, n_accepted)`` of one verification (seed section 4)."""
+        """``(emitted_ids, n_accepted)`` of one verification (docs/implementing.md)."""
 
     def verify_many(
         self, rounds: Sequence[VerifyRound], p: Any, rng: Any
