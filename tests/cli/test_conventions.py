@@ -133,3 +133,16 @@ def test_no_reference_to_documents_users_do_not_have(words) -> None:
         for sub in action.choices.values():
             help_text += sub.format_help()
     assert words not in help_text
+
+
+def test_compare_json_to_stdout_names_its_schema(tmp_path, monkeypatch, capsys) -> None:
+    (tmp_path / "gens.py").write_text("def coin(seed):\n    return [seed % 2]\n")
+    monkeypatch.chdir(tmp_path)  # found from the current folder, as by the worker
+    argv = ["compare", "python:gens.py:coin", "python:gens:coin", "--vocab", "2", "--length", "1",
+            "--delta", "0.9", "--power", "0.5", "--alpha", "0.05", "--workers", "1"]  # fmt: skip
+    code = main([*argv, "--json", "-"])
+    captured = capsys.readouterr()
+    data = json.loads(captured.out)
+    _header_ok(data, "compare")
+    assert code == 0 and data["passed"] is True
+    assert captured.err.count("SAME LAW: ") == 1 and "same law:" not in captured.err
