@@ -225,7 +225,7 @@ def _load_failure(spec: str, exc: Exception, seed: int) -> CheckResult:
         "load",
         "load",
         Status.FAILED,
-        f"could not load {spec!r}: {exc}",
+        f"could not load it: {exc}",  # exc names the spec (impl='...'): said once
         repro=repro_command(spec, ["contract"], seed=seed),
     )
 
