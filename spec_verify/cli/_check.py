@@ -20,6 +20,7 @@ import time
 from typing import Any, TextIO
 
 from spec_verify.cli._json_out import add_json_option, text_stream
+from spec_verify.cli._usage import EXIT_CODES_IN_ONE_LINE
 from spec_verify.results import ExitCode
 from spec_verify.seeds import DrawnSeed, seed_option
 
@@ -39,6 +40,7 @@ _CAPABILITIES = (
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "check",
+        epilog=EXIT_CODES_IN_ONE_LINE,
         help="gate an implementation: contract, greedy, exact, parity, statistics, generation",
         description="Run every tier the implementation supports and exit 0 only when every "
         "check passed. Without --impl it checks the bundled reference.",

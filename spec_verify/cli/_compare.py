@@ -22,6 +22,7 @@ from spec_verify.cli._json_out import (
     versioned,
     write_json,
 )
+from spec_verify.cli._usage import EXIT_CODES_IN_ONE_LINE
 
 __all__ = ["register", "run"]
 
@@ -43,6 +44,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     """Add the ``compare`` sub-command to the CLI."""
     parser = subparsers.add_parser(
         "compare",
+        epilog=EXIT_CODES_IN_ONE_LINE,
         help="two-sample test of two generators' laws (e.g. speculative vs plain generate)",
         description=(
             "Draw N token sequences from generator A and from generator B (each a function "

@@ -16,6 +16,7 @@ from spec_verify.cli._json_out import (
     text_stream,
     versioned,
 )
+from spec_verify.cli._usage import EXIT_CODES_IN_ONE_LINE
 from spec_verify.results import ExitCode
 
 __all__ = ["register", "run"]
@@ -25,6 +26,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     """Add the ``grade`` sub-command to the CLI."""
     parser = subparsers.add_parser(
         "grade",
+        epilog=EXIT_CODES_IN_ONE_LINE,
         help="grade a pytest suite by the share of the catalogue's mutants it kills",
         description="Run the pytest suite at PATH against the clean reference (repeatedly: it must "
         "pass every time), a canary reference that fails everything (the suite must fail), "

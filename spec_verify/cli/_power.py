@@ -17,6 +17,7 @@ from spec_verify.cli._json_out import (
     versioned,
     write_json,
 )
+from spec_verify.cli._usage import EXIT_CODES_IN_ONE_LINE
 from spec_verify.errors import InvalidArgument
 from spec_verify.results import ExitCode
 
@@ -37,6 +38,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     """Add the ``power`` sub-command to the CLI."""
     parser = subparsers.add_parser(
         "power",
+        epilog=EXIT_CODES_IN_ONE_LINE,
         help="sample size for a goodness-of-fit check (or the deviation a sample size detects)",
         description=(
             "Plan a G-test against the target: the samples needed to detect a total-variation "

@@ -27,6 +27,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 from spec_verify.cli._json_out import add_json_option, json_problem, versioned, write_json
+from spec_verify.cli._usage import EXIT_CODES_IN_ONE_LINE
 from spec_verify.errors import InvalidArgument
 from spec_verify.results import ExitCode, Status
 from spec_verify.seeds import seed_option
@@ -41,6 +42,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     """Add the ``prove`` sub-command to the CLI."""
     parser = subparsers.add_parser(
         "prove",
+        epilog=EXIT_CODES_IN_ONE_LINE,
         help="prove an implementation exact by enumerating the cells of its uniform draws",
         description=(
             "Prove, with exact fractions, that an implementation's output distribution equals "

@@ -10,7 +10,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["usage_line"]
+__all__ = ["EXIT_CODES_IN_ONE_LINE", "usage_line"]
+
+# The epilog of each command's --help (``spec-verify --help`` has the table, ``_main``).
+EXIT_CODES_IN_ONE_LINE = (
+    "exit codes: 0 passed, 1 failed (a verdict on the implementation), 2 usage error (nothing "
+    "was checked), 3 internal error, 130 interrupted."
+)
 
 
 def usage_line(

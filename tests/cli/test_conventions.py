@@ -49,6 +49,15 @@ def test_every_exit_code_is_explained_in_help_and_readme() -> None:
         assert re.search(rf"^\| `{int(code)}` \|", readme, re.MULTILINE), f"README: {code}"
 
 
+@pytest.mark.parametrize("command", ["check", "compare", "prove", "power", "grade"])
+def test_each_command_lists_the_exit_codes_in_its_help(capsys, command) -> None:
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    for code in ExitCode:
+        assert f" {int(code)} " in out.split("exit codes:", 1)[1] + " ", (command, code)
+
+
 def test_the_cli_and_the_library_agree_on_the_schema_version() -> None:
     assert versioned("x", {})["schema_version"] == SCHEMA_VERSION
 
