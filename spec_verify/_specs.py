@@ -142,8 +142,9 @@ def resolve_python(spec: str, target: str, argument: str = "impl") -> PythonTarg
         sub = _find_sub(name, list(locations))
         if sub is None:
             known = {m.rpartition(".")[2] for m in sys.modules if m.startswith(parent + ".")}
+            prefix = f"python:{parent}."
             hint = _did_you_mean(parts[depth], _modules_in(locations) | known,
-                                 lambda s, p=parent: f"python:{p}.{s}")  # fmt: skip
+                                 prefix.__add__)  # fmt: skip
             raise UnknownImplementation(
                 argument, spec, f"package {parent!r} has no module {parts[depth]!r}",
                 hint or f"its modules: {', '.join(sorted(_modules_in(locations))) or 'none'}",
