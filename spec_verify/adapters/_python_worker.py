@@ -143,14 +143,14 @@ def _load(kind: str, name: str, search: str = "") -> ModuleType:
             return _load_file(name)
         return importlib.import_module(name)
     except ImportError as exc:
+        own = exc.name is not None and name.split(".", maxsplit=1)[0] == exc.name
+        fix = ("check the name, or give the path of the .py file" if own
+               else f"fix the import it makes (python {name} shows it)" if os.path.isabs(name)
+               else f"fix the import it makes (python -c 'import {name}' shows it)")  # fmt: skip
         raise UnknownImplementation(
-            "impl",
-            f"python:{name}",
-            f"importing {name!r} failed ({type(exc).__name__}: {exc})",
-            "fix the import in the module (python -c 'import <module>' shows it)"
-            if os.path.isabs(name) or exc.name != name.split(".", maxsplit=1)[0] else
-            "check the name, or give the path of the .py file",
-        ) from exc
+            "impl", f"python:{name}", f"importing {name!r} failed ({type(exc).__name__}: {exc})",
+            fix,
+        ) from exc  # fmt: skip
 
 
 def _load_file(path: str) -> ModuleType:
