@@ -149,6 +149,8 @@ def _no_workers(monkeypatch: pytest.MonkeyPatch) -> None:
         ("ffi:mine.py", "is not a loadable shared library: it is Python source",
          "use python:mine.py"),
         ("ffi:libmine.so", "no such file: libmine.so", "did you mean 'ffi:libmien.so'?"),
+        ("ffi:libtext.so", "is not a loadable shared library: it is a file starting with",
+         "cc -shared -fPIC"),
         ("ffi:.", "is a folder", "give the path of the shared library"),
         ("ffi:", "ffi: needs a path", "ffi:path/to/lib.so"),
         ("mutant:s3", "is not in the catalogue", "did you mean 'mutant:s03'?"),
@@ -160,6 +162,7 @@ def test_what_is_not_an_implementation_is_a_usage_error(
 ) -> None:
     (here / "libmien.so").write_bytes(b"\x7fELF" + bytes(60))  # named close to the typo
     (here / "notes.txt").write_text("not Python\n")
+    (here / "libtext.so").write_text("a text file named like a library\n")
     (here / "pkg").mkdir()
     (here / "pkg" / "__init__.py").write_text("")
     (here / "pkg" / "sampler.py").write_text("")
