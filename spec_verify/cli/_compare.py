@@ -11,6 +11,7 @@ failed (no verdict); 2: bad arguments (including a sample size below the power p
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 import time
 from typing import Any
@@ -248,13 +249,11 @@ def _print(result: Any, args: argparse.Namespace, out: Any = None) -> None:
         file=out,
     )
     if not result.passed and result.complete:
-        print(
-            "reproduce: spec-verify compare "
-            f"{args.generator_a} {args.generator_b} --vocab {result.vocab_size} "
-            f"--length {result.length} --samples {result.n_a} --alpha {result.family_alpha:g} "
-            f"--seed {args.seed}",
-            file=out,
-        )
+        words = ["spec-verify", "compare", args.generator_a, args.generator_b,
+                 "--vocab", str(result.vocab_size), "--length", str(result.length),
+                 "--samples", str(result.n_a), "--alpha", f"{result.family_alpha:g}",
+                 "--seed", str(args.seed)]  # fmt: skip
+        print(f"reproduce: {shlex.join(words)}", file=out)  # pasted in a shell, it runs as is
 
 
 def _as_json(result: Any, args: argparse.Namespace) -> dict[str, Any]:
