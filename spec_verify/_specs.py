@@ -32,7 +32,7 @@ __all__ = [
 # The schemes a spec may start with (each has a loader in adapters._implementations).
 SCHEMES = ("python", "ffi", "mutant", "transformers")
 
-# The schemes a spec may start with, and one example of each (the fix of an unknown scheme).
+# One example per scheme: the fix of a spec that breaks its scheme's rule.
 _SCHEME_EXAMPLES = {
     "python": "python:package.module or python:path/to/file.py",
     "ffi": "ffi:path/to/lib.so",
@@ -71,7 +71,8 @@ class PythonTarget:
 
 
 def _did_you_mean(word: str, choices: Iterable[str], shown: Callable[[str], str] = str) -> str:
-    """`` did you mean 'x'?`` for the closest of ``choices``, or "" when none is close."""
+    """``did you mean 'x'?`` for the closest of ``choices`` (as ``shown`` spells it), or ""
+    when none is close (difflib's ratio below 0.6)."""
     close = difflib.get_close_matches(word, sorted(set(choices)), n=1, cutoff=0.6)
     return f"did you mean {shown(close[0])!r}?" if close else ""
 
@@ -94,7 +95,9 @@ def _modules_in(folders: Iterable[str]) -> set[str]:
 
 def resolve_python(spec: str, target: str, argument: str = "impl") -> PythonTarget:
     """Find the module or file a ``python:`` spec names, from the current folder as well as
-    ``sys.path`` (``sys.path`` first), without importing or running any of it.
+    ``sys.path``, without importing or running any of it. ``sys.path`` comes first (the worker
+    appends the current folder, never prepends it), so a folder that happens to hold a
+    ``json.py`` or a source checkout of a package cannot shadow what is installed.
 
     ``target`` is the spec after ``python:``: a dotted module name, or a path to a ``.py``
     file (absolute, or from the current folder; ``./mine.py`` too).
