@@ -320,6 +320,8 @@ def _owned(value: Any) -> Any:
     if isinstance(value, np.ndarray):
         return np.array(value, copy=True)
     if type(value) is list:
+        if _plain(value):  # ids, history, prompt: a shallow copy is a full one
+            return list(value)
         return [_owned(v) for v in value]
     if type(value) is tuple:
         return tuple(_owned(v) for v in value)
@@ -327,6 +329,8 @@ def _owned(value: Any) -> Any:
 
 
 _SCALARS = (int, float, bool, str, bytes, type(None), np.generic)
+_PLAIN = frozenset({int, bool, str})
+_WORDS: dict[int, Any] = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 
 def _change(before: Any, after: Any, where: str) -> tuple[str, str, bool] | None:
@@ -340,23 +344,43 @@ def _change(before: Any, after: Any, where: str) -> tuple[str, str, bool] | None
     if isinstance(before, np.ndarray):
         return _array_change(before, after, where)
     if type(before) in (list, tuple):
-        if type(after) is not type(before) or len(after) != len(before):
-            return where, f"{_short(before)} became {_short(after)}", False
-        for i, (b, a) in enumerate(zip(before, after, strict=True)):
-            change = _change(b, a, f"{where}[{i}]")
-            if change is not None:
-                return (
-                    change
-                    if change[2] or isinstance(b, (list, tuple))
-                    else (where, f"{_short(before)} became {_short(after)}", False)
-                )
-        return None
+        return _sequence_change(before, after, where)
     same_scalar = (
         isinstance(before, _SCALARS) and type(after) is type(before) and repr(after) == repr(before)
     )
     if before is after or same_scalar:
         return None
     return where, f"{before!r:.60} became {after!r:.60}", False
+
+
+def _sequence_change(
+    before: list[Any] | tuple[Any, ...], after: Any, where: str
+) -> tuple[str, str, bool] | None:
+    """``_change`` for a list or a tuple: element by element, the whole shown unless the change
+    is inside an array or a nested list."""
+    if type(after) is not type(before) or len(after) != len(before):
+        return where, f"{_short(before)} became {_short(after)}", False
+    if _plain(before) and _plain(after) and _same_plain(before, after):
+        return None  # the common case, without a Python loop per element
+    for i, (b, a) in enumerate(zip(before, after, strict=True)):
+        change = _change(b, a, f"{where}[{i}]")
+        if change is not None:
+            return (
+                change
+                if change[2] or isinstance(b, (list, tuple))
+                else (where, f"{_short(before)} became {_short(after)}", False)
+            )
+    return None
+
+
+def _plain(values: list[Any] | tuple[Any, ...]) -> bool:
+    """Whether every element is an int, a bool or a str (what ids, histories and prompts are)."""
+    return all(type(v) in _PLAIN for v in values)
+
+
+def _same_plain(before: list[Any] | tuple[Any, ...], after: list[Any] | tuple[Any, ...]) -> bool:
+    """Equal elements of equal types (``True == 1``, yet a bool written over an int changes it)."""
+    return before == after and list(map(type, before)) == list(map(type, after))
 
 
 def _array_change(before: Any, after: Any, where: str) -> tuple[str, str, bool] | None:
@@ -368,8 +392,10 @@ def _array_change(before: Any, after: Any, where: str) -> tuple[str, str, bool] 
     if before.dtype.hasobject:
         same = all(a is b for a, b in zip(before.flat, after.flat, strict=True))
         return None if same else (where, "an entry was replaced", True)
-    old = np.ascontiguousarray(before).reshape(-1).view(np.uint8)
-    new = np.ascontiguousarray(after).reshape(-1).view(np.uint8)
+    # bitwise, as unsigned words of the item's size where there is one (2.5x faster than bytes)
+    word = _WORDS.get(before.dtype.itemsize, np.uint8)
+    old = np.ascontiguousarray(before).reshape(-1).view(word)
+    new = np.ascontiguousarray(after).reshape(-1).view(word)
     if np.array_equal(old, new):
         return None
     differs = (old != new).reshape(before.size, -1).any(axis=1)
