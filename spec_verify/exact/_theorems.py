@@ -418,7 +418,10 @@ def named_case(name: str, seed: int = 0) -> Case:
         raise InvalidArgument(
             "case", name, "must be THEOREM/INDEX", f"theorems: {', '.join(THEOREMS)}",
         )
-    return generate_cases(theorem, int(index) + 1, seed)[int(index)]
+    # Each generated case depends on its own index only: build that one, not every earlier one.
+    number = int(index)
+    hand = _hand_case(theorem) if number == 0 else None
+    return hand if hand is not None else _generated_case(theorem, number, seed)
 
 
 def _fmt(dist: Sequence[Fraction]) -> str:

@@ -112,6 +112,8 @@ def test_lossy(capsys: pytest.CaptureFixture[str]) -> None:
         (["--case", "nope/1"], "THEOREM/INDEX"),
         (["--theorem", "nope"], "choose from"),
         (["--impl", "bogus:x", *SEED], "unknown scheme"),
+        (["--p", ",".join(["1/200"] * 200), "--q", ",".join(["1/200"] * 200)],
+         "V is at most 128"),
     ],
 )
 def test_bad_input(capsys: pytest.CaptureFixture[str], argv: list[str], message: str) -> None:
@@ -136,3 +138,14 @@ def test_a_theorem_over_no_case_is_not_proven() -> None:
                            cases=0)  # fmt: skip
     assert check.status is Status.NOT_PROVABLE
     assert "zero cases or zero calls prove nothing" in check.message
+
+
+def test_a_far_case_is_built_alone_and_equals_the_generated_one() -> None:
+    from spec_verify.exact._theorems import THEOREMS, generate_cases, named_case
+
+    for theorem in THEOREMS:
+        for index, case in enumerate(generate_cases(theorem, 4, seed=3)):
+            alone = named_case(f"{theorem}/{index}", seed=3)
+            assert (alone.name, alone.description) == (case.name, case.description)
+    far = named_case("one_position/999999")  # once built every case before it: minutes
+    assert far.name == "one_position/999999"
