@@ -12,6 +12,7 @@ must raise a ``ValueError`` whose message names the argument.
 
 from __future__ import annotations
 
+import copy
 import math
 import re
 import time
@@ -22,7 +23,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from spec_verify.adapters._implementations import Implementation
+from spec_verify.adapters._implementations import Implementation, TreeImplementation
 from spec_verify.errors import ImplementationError
 from spec_verify.results import CheckResult, Progress, Status
 from spec_verify.tiers._cases import ParityCase, case_seeds, lookup_case, verify_case
@@ -460,6 +461,13 @@ def _input_probes(capabilities: frozenset[str]) -> list[tuple[str, str, tuple[An
     if "sampling_distribution" in capabilities:
         probes.append(("sampling_distribution", "sampling_distribution",
                        (rows[0], {"temperature": 0.7, "top_p": 0.9}, [1], [2])))  # fmt: skip
+    if "verify_tree" in capabilities:
+        # two children of the root, one grandchild (CONTRACT.md section 6): n + 1 = 4 rows
+        tree_rows = np.vstack([rows, rows[:1]])
+        tree_q = [q[0].copy(), q[1].copy(), None, None]
+        probes.append(("verify_tree (sampled)", "verify_tree",
+                       (tree_rows, [-1, -1, 0], [3, 0, 1], tree_q,
+                        {"temperature": 0.7, "top_k": 3}, [1], [4])))  # fmt: skip
     return probes
 
 
@@ -468,6 +476,12 @@ def _input_call(impl: Implementation, call: str, args: tuple[Any, ...]) -> None:
         rows, ids, q, fields, history, prompt = args
         impl.verify_draft(rows, ids, q, impl.params(**fields), history,
                           ScriptedUniforms((), then=0.5), prompt)  # fmt: skip
+    elif call == "verify_tree":
+        rows, parents, tokens, q, fields, history, prompt = args
+        if not isinstance(impl, TreeImplementation):  # declared, yet no verify_tree method
+            raise ImplementationError(impl.name, "verify_tree", "is declared but not offered")
+        impl.verify_tree(rows, parents, tokens, q, impl.params(**fields), history,
+                         ScriptedUniforms((), then=0.5), prompt)  # fmt: skip
     else:
         logits, fields, history, prompt = args
         impl.sampling_distribution(logits, impl.params(**fields), history, prompt)
@@ -476,7 +490,9 @@ def _input_call(impl: Implementation, call: str, args: tuple[Any, ...]) -> None:
 _INPUT_NAMES = {
     "verify_draft": ("target_logits", "draft_ids", "draft_probs", None, "history", "prompt"),
     "sampling_distribution": ("logits", None, "history", "prompt"),
-}
+    "verify_tree": ("target_logits", "parents", "token_ids", "draft_probs", None, "history",
+                    "prompt"),
+}  # fmt: skip
 
 
 def _check_inputs(impl: Implementation, capabilities: frozenset[str], start: float) -> CheckResult:
@@ -492,8 +508,7 @@ def _check_inputs(impl: Implementation, capabilities: frozenset[str], start: flo
     problems: list[str] = []
     probes = _input_probes(capabilities)
     for label, call, args in probes:
-        given = [np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in args]
-        given = [list(a) if isinstance(a, list) else a for a in given]
+        given = [copy.deepcopy(a) if isinstance(a, (list, np.ndarray)) else a for a in args]
         try:
             _input_call(impl, call, tuple(given))
         except ImplementationError as exc:

@@ -86,11 +86,34 @@ def test_the_harness_compares_its_own_arrays_after_each_call() -> None:
     assert "modified its input target_logits at [0, 1]: -inf became -1e+30" in result.message
 
 
+class _TreeWritesDraftRows(Implementation):
+    """A tree verifier that renormalises the root's draft row in place (nested in a list)."""
+
+    name = "tree_writes_draft_rows"
+    capabilities = frozenset({"verify_tree", "injected_uniforms"})
+
+    def verify_draft(self, *args: Any, **kwargs: Any) -> tuple[list[int], int]:
+        raise NotImplementedError
+
+    def verify_tree(self, target_logits: Any, parents: Any, token_ids: Any, draft_probs: Any,
+                    p: Any, history: Any, rng: Any, prompt: Any = (),
+                    rule: str = "with_replacement") -> tuple[list[int], list[int]]:
+        draft_probs[0] /= draft_probs[0].sum()
+        return [int(token_ids[0])], [0]
+
+
+def test_a_tree_verifier_writing_a_nested_draft_row_fails() -> None:
+    impl = _TreeWritesDraftRows()
+    result = contract._check_inputs(impl, impl.capabilities, 0.0)
+    assert result.status is Status.FAILED
+    assert "verify_tree (sampled): modified its input draft_probs[0] at [0]" in result.message
+
+
 def test_the_reference_leaves_its_inputs_as_given() -> None:
     impl = load_implementation("reference", in_process=True)
     result = contract._check_inputs(impl, impl.capabilities, 0.0)
     assert result.status is Status.PASSED, result.message
-    assert result.n == 4
+    assert result.n == 5  # greedy, sampled, deterministic, sampling_distribution, verify_tree
 
 
 @pytest.mark.parametrize(("spec", "passed"), [(INPLACE_LOGITS, False), (COPIES, True)])
