@@ -60,6 +60,7 @@ def example_grade(tmp_path_factory) -> GradeResult:
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("example_grade")
 def test_the_example_suite_scores_22_of_36(example_grade):
     result = example_grade
     assert result.graded, result.reason
@@ -79,6 +80,7 @@ def test_the_example_suite_scores_22_of_36(example_grade):
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("example_grade")
 def test_the_grade_is_the_same_every_time(example_grade):
     again = grade(EXAMPLE, mutants=["s03", "s11"], jobs=2, decoys=0, repeats=1)
     by_id = {m.mutant_id: m for m in example_grade.mutants}
@@ -89,6 +91,7 @@ def test_the_grade_is_the_same_every_time(example_grade):
 # --- reports ----------------------------------------------------------------------------------
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("example_grade")
 def test_terminal_report(example_grade):
     text = terminal_report(example_grade)
     assert "grade: 22/36 detected = 61.1%" in text
@@ -104,6 +107,7 @@ STATUSES = {"Killed", "Survived", "NoCoverage", "CompileError", "RuntimeError", 
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("example_grade")
 def test_mutation_testing_elements_report(example_grade):
     report = json.loads(json.dumps(mutation_testing_report(example_grade)))
     assert report["schemaVersion"] == "2"
@@ -146,6 +150,7 @@ def test_mutant_location_spans_every_change():
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("example_grade")
 def test_gradescope_results(example_grade):
     results = gradescope_results(example_grade)
     assert (results["score"], results["max_score"]) == (22, TOTAL)
@@ -156,6 +161,7 @@ def test_gradescope_results(example_grade):
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("example_grade")
 def test_junit_xml(example_grade):
     root = ET.fromstring(junit_xml(example_grade))
     suite = root.find("testsuite")
