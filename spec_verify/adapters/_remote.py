@@ -248,13 +248,14 @@ def call_checked(
     owned = [_owned(v) for v in args]
     owned_kwargs = {k: _owned(v) for k, v in kwargs.items()}
     value = fn(*owned, **owned_kwargs)
-    names = _argument_names(fn, label, len(args), kwargs)
-    pairs = [*zip(args, owned, strict=True), *((kwargs[k], owned_kwargs[k]) for k in kwargs)]
-    for name, (before, after) in zip(names, pairs, strict=True):
-        change = _change(before, after, name)
-        if change is None:
+    befores, afters = [*args, *kwargs.values()], [*owned, *owned_kwargs.values()]
+    for i, (before, after) in enumerate(zip(befores, afters, strict=True)):
+        # not copied (a source, the parameters, a scalar), or unchanged: the common case, so
+        # the names are worked out only for a change
+        if before is after or _change(before, after, "") is None:
             continue
-        where, what, in_array = change
+        name = _argument_names(fn, label, len(args), kwargs)[i]
+        where, what, in_array = _change(before, after, name) or ("", "", False)
         context = label.partition(" ")[2]
         context = f" {context}" if context else ""
         if in_array:
