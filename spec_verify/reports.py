@@ -116,6 +116,15 @@ def format_evidence(report: CheckReport) -> list[str]:
                 f"  {t['check']}: {t['status']} at alpha {_g(t['alpha'])}, power {_g(t['power'])} "
                 f"against TV >= {_g(t['delta'])} (n = {t['n']})"
             )
+    if evidence["round_shapes"]:
+        lines.append("round shapes the law checks judged:")
+        for check, (shape, _) in evidence["round_shapes"].items():
+            lines.append(f"  {check}: {shape}")
+    if not evidence["multi_draft_law_tested"]:
+        lines.append(
+            "no law check judged a round of two or more drafted positions: beyond the first "
+            "token of a round, the output law was not tested"
+        )
     if evidence["not_provable"]:
         decided = (
             "not a failure under this profile; the statistical evidence above decides"

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import re
 import shlex
 import time
 import traceback
@@ -98,6 +99,38 @@ def repro_command(
     for name, offered in sorted((capabilities or {}).items()):
         words += ["--capability" if offered else "--no-capability", name]
     return shlex.join(words)
+
+
+def _round_shape(result: CheckResult) -> tuple[str, int] | None:
+    """What rounds a law check that ran judged: a description and the most drafts one of its
+    rounds had; None for other checks."""
+    ran = (Status.PASSED, Status.FAILED, Status.NOT_PROVABLE)
+    if claim_of(result.tier, result.name) is not Claim.LAW or result.status not in ran:
+        return None
+    if result.tier == "exact":
+        drafts = sorted({int(c["drafts"]) for c in result.details.get("cases", [])
+                         if "drafts" in c})
+        if not drafts:
+            return None
+        plural = "draft" if drafts == [1] else "drafts"
+        return f"rounds of {', '.join(map(str, drafts))} {plural}, exactly", drafts[-1]
+    if result.tier == "statistical":
+        for pattern, shape in _STATISTICAL_SHAPES:
+            if (match := re.fullmatch(pattern, result.name)) is not None:
+                return shape(match)
+    return None
+
+
+# The statistical tier's law checks by name (their names are stable: tests/tiers).
+_STATISTICAL_SHAPES: list[tuple[str, Any]] = [
+    (r"first_token\..*", lambda m: ("one draft, the first token", 1)),
+    (r"sequence\.law_k(\d+)(_deterministic)?", lambda m: (
+        f"a chain of {m.group(1)} {'deterministic ' if m.group(2) else ''}drafts, everything "
+        "it emits", int(m.group(1)))),
+    (r"tree\.b(\d+)_d(\d+).*", lambda m: (
+        f"trees of {m.group(1)} branches, depth {m.group(2)}", int(m.group(2)))),
+    (r"generation\..*", lambda m: ("whole generations, rounds of up to 3 drafts", 3)),
+]
 
 
 @dataclass(frozen=True)
@@ -191,7 +224,11 @@ class CheckReport:
         ]
         not_provable = [f"{r.tier}/{r.name}" for r in self.results
                         if r.status is Status.NOT_PROVABLE]
+        shapes = {f"{r.tier}/{r.name}": shape for r in self.results
+                  if (shape := _round_shape(r)) is not None}
         return {
+            "round_shapes": shapes,
+            "multi_draft_law_tested": any(most >= 2 for _, most in shapes.values()),
             "proven_exactly": proven,
             "tested_statistically": tested,
             "not_applicable": not_applicable,

@@ -134,3 +134,30 @@ def test_junit_stays_valid_xml_whatever_the_message_holds():
     assert "\\x00" in (failure.text or "") and "\\x1b" in (failure.text or "")
     assert "end\ttab\nline" in (failure.text or "")  # legal whitespace is kept
     assert "\x00" not in text and "\x1b" not in text
+
+
+def _evidence_of(*results: CheckResult) -> str:
+    from spec_verify.reports import format_evidence
+
+    report = CheckReport("python:x", 0, ("exact", "statistical"), results, 1.0)
+    return "\n".join(format_evidence(report))
+
+
+def test_the_round_shapes_law_tested_are_listed_and_their_absence_said_plainly():
+    first = CheckResult("statistical", "first_token.sampled_draft", Status.PASSED, "ok", n=9)
+    exact_k1 = CheckResult("exact", "k_positions", Status.PASSED, "ok", n=1,
+                           details={"cases": [{"drafts": 1}]})
+    # an efficiency check with two drafts judges no law: it does not count
+    tuple_law = CheckResult("statistical", "sequence.two_drafts", Status.PASSED, "ok", n=9)
+    text = _evidence_of(first, exact_k1, tuple_law)
+    assert "statistical/first_token.sampled_draft: one draft, the first token" in text
+    assert "exact/k_positions: rounds of 1 draft, exactly" in text
+    assert "sequence.two_drafts: " not in text.split("round shapes")[1].split("efficiency")[0]
+    assert "no law check judged a round of two or more drafted positions" in text
+
+    chain = CheckResult("statistical", "sequence.law_k4", Status.FAILED, "biased", n=9)
+    skipped = CheckResult("statistical", "sequence.law_k2", Status.SKIPPED, "no source")
+    text = _evidence_of(first, chain, skipped)
+    assert "sequence.law_k4: a chain of 4 drafts, everything it emits" in text
+    assert "law_k2" not in text
+    assert "no law check judged" not in text

@@ -490,6 +490,7 @@ class CaseResult:
             "case": self.case.name,
             "theorem": self.case.theorem,
             "description": self.case.description,
+            "drafts": self.case.k,
             "status": self.status.value,
             "message": self.message,
             "calls": self.calls,
