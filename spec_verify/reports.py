@@ -120,7 +120,7 @@ def format_evidence(report: CheckReport) -> list[str]:
         lines.append("round shapes the law checks judged:")
         for check, (shape, _) in evidence["round_shapes"].items():
             lines.append(f"  {check}: {shape}")
-    if not evidence["multi_draft_law_tested"]:
+    if evidence["round_shapes"] and not evidence["multi_draft_law_tested"]:
         lines.append(
             "no law check judged a round of two or more drafted positions: beyond the first "
             "token of a round, the output law was not tested"

@@ -21,7 +21,7 @@ import re
 import shlex
 import time
 import traceback
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -122,7 +122,7 @@ def _round_shape(result: CheckResult) -> tuple[str, int] | None:
 
 
 # The statistical tier's law checks by name (their names are stable: tests/tiers).
-_STATISTICAL_SHAPES: list[tuple[str, Any]] = [
+_STATISTICAL_SHAPES: list[tuple[str, Callable[[re.Match[str]], tuple[str, int]]]] = [
     (r"first_token\..*", lambda m: ("one draft, the first token", 1)),
     (r"sequence\.law_k(\d+)(_deterministic)?", lambda m: (
         f"a chain of {m.group(1)} {'deterministic ' if m.group(2) else ''}drafts, everything "
