@@ -64,10 +64,14 @@ def test_an_absolute_path_from_another_folder(here, tmp_path_factory, monkeypatc
 
 
 def test_a_file_imports_its_neighbours(here, capsys) -> None:
-    (here / "helpers.py").write_text("from mine import verify_draft  # noqa: F401\n")
+    # A name no other folder on sys.path holds: the file's folder comes after sys.path (an
+    # installed package wins), and under xdist sys.path holds tests/mutants/suites/*/helpers.py.
+    (here / "entry_neighbour.py").write_text("from mine import verify_draft  # noqa: F401\n")
     (here / "sub").mkdir()
-    (here / "sub" / "entry.py").write_text("from helpers import verify_draft  # noqa: F401\n")
-    shutil.move(here / "helpers.py", here / "sub" / "helpers.py")
+    (here / "sub" / "entry.py").write_text(
+        "from entry_neighbour import verify_draft  # noqa: F401\n"
+    )
+    shutil.move(here / "entry_neighbour.py", here / "sub" / "entry_neighbour.py")
     shutil.copy(here / "mine.py", here / "sub" / "mine.py")
     code = main(["check", "--impl", "python:sub/entry.py", *FAST])
     assert code == ExitCode.PASSED, capsys.readouterr().out
