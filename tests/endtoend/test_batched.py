@@ -101,7 +101,9 @@ def _one_uniform_per_request(ids, lengths, q_rows, p_rows, bonus, seed):  # type
         (_bonus_from_the_next_request, "middle of 8, mixed lengths", 0.2),
         # its joint law is at TV 0.0768 from the target (exact enumeration over the request's
         # drafts and the shared uniform), so the check is planned to detect TV 0.05
-        (_one_uniform_per_request, "alone", 0.05),
+        # 42 s (its delta needs 4x the draws): slow; the other row and the fast tests of
+        # check_sampler's one-uniform bug keep the joint law in the default run
+        pytest.param(_one_uniform_per_request, "alone", 0.05, marks=pytest.mark.slow),
     ],
     ids=["bonus_from_the_next_request", "one_uniform_per_request"],
 )

@@ -39,6 +39,7 @@ def test_the_planted_bug_fails_naming_the_property_and_the_example() -> None:
     assert "case=VerifyCase(" in failed.details["example"]
 
 
+@pytest.mark.slow  # 29 s: two whole property tiers
 def test_the_same_seed_explores_the_same_examples() -> None:
     impl = load_implementation(ACCEPT_ALL)
 

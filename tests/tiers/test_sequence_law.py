@@ -89,6 +89,7 @@ def test_a_bias_after_the_first_token_fails_a_law_check(module: str, caught_by: 
     assert found == {FIRST: Status.PASSED, caught_by: Status.FAILED}
 
 
+@pytest.mark.slow  # 43 s; the fast test above runs every statistical law check on it
 def test_block_verification_passes_the_lossless_gate() -> None:
     report = run_checks("python:tests.impls.block_verify", profile="lossless", quick=True)
     assert report.passed, [f"{r.tier}/{r.name}: {r.message}" for r in report.failures()]
@@ -100,6 +101,7 @@ def test_block_verification_passes_the_lossless_gate() -> None:
         assert by_name[("statistical", name)].status is Status.PASSED
 
 
+@pytest.mark.slow  # 39 s; the fast law-check test above fails the same bugs check by check
 def test_a_block_verifier_with_a_wrong_residual_fails_the_lossless_gate_by_a_law_check() -> None:
     report = run_checks("python:tests.impls.block_unadjusted_residual", profile="lossless",
                         quick=True)
