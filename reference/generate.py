@@ -7,7 +7,7 @@ the kept length; the added token is pending for the next round.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -162,12 +162,17 @@ def speculative_generate(
     kv_dtype: Any = np.float32,
     eos_ids: Sequence[int] = (),
     rng: UniformSource | None = None,
+    verify: Callable[..., Any] | None = None,
 ) -> Generation:
     """Speculative decoding: greedy output equals ``generate``'s; sampled output follows it.
 
     One request stream (``rng``, default ``request_rng(p.seed)``) serves the draft and the
     verifier in program order. ``stats`` holds drafted, accepted, acceptance_rate (accepted
     over drafted, 0.0 when nothing was drafted) and target_calls.
+
+    ``verify`` plugs in another verification rule (block verification, say) with
+    ``verify_draft``'s signature and result, ``(emitted, n)``: the first ``n`` drafts kept, then
+    one token; the generation loop (rollback, stop rules, logprobs) stays the reference's.
 
     Raises:
         InvalidParams: ``k < 0``, bad parameters; InvalidPrompt / ContextTooLong: empty prompt,
@@ -178,6 +183,9 @@ def speculative_generate(
     ids, eos = _check_common(target, tok, prompt, p, eos_ids)
     if not callable(getattr(draft, "propose", None)):
         raise InvalidParams("draft", draft, "must have propose(ctx, k, rng)")
+    if verify is not None and not callable(verify):
+        raise InvalidParams("verify", verify, "must be a function with verify_draft's signature")
+    rule = verify_draft if verify is None else verify
     rng = None if p.greedy else (rng if rng is not None else request_rng(p.seed))
     out = _Output(tok, p, eos, target.max_positions - len(ids))
     cache = target.new_cache(kv_dtype)
@@ -192,7 +200,9 @@ def speculative_generate(
         logits = target.forward(pending + draft_ids, cache, committed)
         calls += 1
         rows = logits[-(m + 1) :]
-        emitted, n = verify_draft(rows, draft_ids, draft_probs, p, out.ids, rng, ids)
+        emitted, n = rule(rows, draft_ids, draft_probs, p, out.ids, rng, ids)
+        if verify is not None:
+            emitted, n = _check_verified(emitted, n, draft_ids, target.vocab_size)
         drafted += m
         accepted += n
         committed += len(pending) + n
@@ -208,6 +218,19 @@ def speculative_generate(
         "target_calls": calls,
     }
     return Generation(out.ids, out.text(), out.logprobs, out.finish_reason, stats)
+
+
+def _check_verified(emitted: Any, n: Any, draft_ids: list[int], V: int) -> tuple[list[int], int]:
+    """A plugged-in rule's result, held to verify_draft's: ``n`` drafts kept, then one token."""
+    ids = _validate_ids("verify (emitted)", [int(t) for t in emitted], V)
+    if not (isinstance(n, int) and 0 <= n <= len(draft_ids) and len(ids) == n + 1
+            and ids[:n] == draft_ids[:n]):
+        raise InvalidParams(
+            "verify", (ids, n),
+            f"must return (emitted, n): the first n of the {len(draft_ids)} drafts "
+            f"{draft_ids}, then one token",
+        )
+    return ids, n
 
 
 def _check_proposal(draft_ids: Any, k: int, V: int) -> list[int]:
