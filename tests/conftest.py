@@ -34,7 +34,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--runslow",
         action="store_true",
         default=False,
-        help="also run tests marked slow (calibration, the full kill matrix)",
+        help="also run tests marked slow (calibration, the gradings, the whole gates)",
     )
 
 
