@@ -18,7 +18,7 @@ import xml.etree.ElementTree as ET
 from fractions import Fraction
 from typing import Any
 
-from spec_verify.results import CheckResult, Status
+from spec_verify.results import SCHEMA_VERSION, CheckResult, Status, versioned
 from spec_verify.runner import CheckReport
 
 __all__ = [
@@ -35,7 +35,6 @@ __all__ = [
 
 # The version of the JSON reports' layout (every command's: check here, the others in the CLI):
 # raised when a field changes meaning or goes away, not when one is added.
-SCHEMA_VERSION = 1
 
 _STATUS_LABEL = {
     Status.PASSED: "PASS",
@@ -187,11 +186,8 @@ def _plain(value: Any) -> Any:  # noqa: PLR0911 -- one return per kind of value
 def report_json(report: CheckReport) -> dict[str, Any]:
     """The whole report as plain JSON (``CheckReport.to_json`` with details made plain), led by
     ``schema_version``, the tool's version and ``report: "check"``."""
-    from spec_verify import __version__
-
     data: dict[str, Any] = _plain(report.to_json())
-    return {"schema_version": SCHEMA_VERSION, "spec_verify_version": __version__,
-            "report": "check", **data}  # fmt: skip
+    return versioned("check", data)
 
 
 def write_json(report: CheckReport, path: str | pathlib.Path) -> pathlib.Path:

@@ -93,3 +93,14 @@ class ExitCode(enum.IntEnum):
     USAGE_ERROR = 2  # bad arguments: nothing was checked
     HARNESS_ERROR = 3  # the harness itself could not finish (a bug, or a hung implementation)
     INTERRUPTED = 130  # Ctrl-C or SIGTERM: the run is incomplete
+
+
+SCHEMA_VERSION = 1  # of every JSON report the tool writes
+
+
+def versioned(report: str, data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` led by the schema version, the tool's version and the report's name."""
+    from spec_verify import __version__
+
+    return {"schema_version": SCHEMA_VERSION, "spec_verify_version": __version__,
+            "report": report, **data}  # fmt: skip

@@ -18,10 +18,10 @@ from typing import Any
 
 from spec_verify.cli._json_out import (
     add_json_option,
+    emit_json,
     json_problem,
     text_stream,
     versioned,
-    write_json,
 )
 from spec_verify.cli._usage import EXIT_CODES_IN_ONE_LINE
 
@@ -146,14 +146,10 @@ def run(args: argparse.Namespace) -> int:
         return int(ExitCode.USAGE_ERROR)
     progress.close()
     _print(result, args, out)
-    if args.json:
-        try:
-            path = write_json(args.json, versioned("compare", _as_json(result, args)))
-        except OSError as exc:
-            print(f"spec-verify compare: error: {exc}", file=sys.stderr)
-            return int(ExitCode.USAGE_ERROR)
-        if path is not None:
-            print(f"JSON report: {path}", file=out)
+    if args.json and (
+        code := emit_json("compare", args.json, versioned("compare", _as_json(result, args)), out)
+    ) is not None:
+        return code
     if args.plots and result.comparisons:
         from spec_verify.endtoend._plot import write_compare_plot
         from spec_verify.plots import PlotsUnavailable

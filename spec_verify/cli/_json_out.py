@@ -2,19 +2,27 @@
 ``--json -`` (or ``--json`` alone) prints it on stdout, and the text report then goes to stderr
 so that stdout is one JSON document.
 
-Every report carries ``schema_version`` (``spec_verify.reports.SCHEMA_VERSION``), the tool's
+Every report carries ``schema_version`` (``spec_verify.results.SCHEMA_VERSION``), the tool's
 version and which report it is (``report``: check, compare, power, prove, grade, mutants).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any, TextIO
 
-__all__ = ["STDOUT", "add_json_option", "json_problem", "text_stream", "versioned", "write_json"]
+from spec_verify.results import ExitCode, versioned
+
+__all__ = [
+    "STDOUT", "add_json_option", "atomic_write", "emit_json", "json_problem", "text_stream",
+    "versioned", "write_json",
+]  # fmt: skip
 
 STDOUT = "-"
 
@@ -35,15 +43,6 @@ def add_json_option(parser: argparse.ArgumentParser, what: str = "the report") -
 def text_stream(args: argparse.Namespace) -> TextIO:
     """Where the human-readable text goes: stderr when the JSON takes stdout."""
     return sys.stderr if getattr(args, "json", None) == STDOUT else sys.stdout
-
-
-def versioned(report: str, data: dict[str, Any]) -> dict[str, Any]:
-    """``data`` with the schema version, the tool's version and the report's name first."""
-    from spec_verify import __version__
-
-    schema = 1  # spec_verify.reports.SCHEMA_VERSION, without importing the harness
-    return {"schema_version": schema, "spec_verify_version": __version__, "report": report,
-            **data}  # fmt: skip
 
 
 def json_problem(target: str | None, option: str = "--json") -> str | None:
@@ -79,8 +78,47 @@ def write_json(target: str, data: Any) -> Path | None:
         return None
     path = Path(target).expanduser()
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+        atomic_write(path, text)
     except OSError as exc:
-        raise OSError(f"cannot write --json {target!r}: {exc.strerror or exc}") from None
+        raise OSError(f"--json {target!r}: {exc}") from None
     return path
+
+
+def emit_json(command: str, target: str, data: Any, out: TextIO) -> int | None:
+    """Write ``data`` to ``--json target`` and say where on ``out``; the exit code of a file
+    that cannot be written (a usage error, said on stderr), or None when it was written."""
+    try:
+        path = write_json(target, data)
+    except OSError as exc:
+        print(f"spec-verify {command}: error: {exc}", file=sys.stderr)
+        return int(ExitCode.USAGE_ERROR)
+    if path is not None:
+        print(f"JSON report: {path}", file=out)
+    return None
+
+
+def atomic_write(path: Path, text: str) -> None:
+    """``text`` to ``path`` through a temporary file in the same folder and ``os.replace``: a
+    reader sees the old file or the new one, never half of one.
+
+    Raises:
+        OSError: the folder or the file cannot be written (the message names which).
+    """
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OSError(f"cannot create the folder of {str(path)!r}: {exc.strerror}") from None
+    try:
+        fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise OSError(f"cannot write a report next to {str(path)!r}: {exc.strerror}") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise OSError(f"cannot write {str(path)!r}: {exc.strerror}") from None

@@ -12,10 +12,10 @@ import sys
 
 from spec_verify.cli._json_out import (
     add_json_option,
+    emit_json,
     json_problem,
     text_stream,
     versioned,
-    write_json,
 )
 from spec_verify.cli._usage import EXIT_CODES_IN_ONE_LINE
 from spec_verify.errors import InvalidArgument
@@ -90,14 +90,10 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(f"detectable delta: {report['delta']:.6g}", file=out)
     print(_describe(report), file=out)
-    if args.json:
-        try:
-            path = write_json(args.json, versioned("power", report))
-        except OSError as exc:
-            print(f"spec-verify power: error: {exc}", file=sys.stderr)
-            return ExitCode.USAGE_ERROR
-        if path is not None:
-            print(f"JSON report: {path}", file=out)
+    if args.json and (
+        code := emit_json("power", args.json, versioned("power", report), out)
+    ) is not None:
+        return code
     return ExitCode.PASSED
 
 

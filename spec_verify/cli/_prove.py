@@ -22,11 +22,18 @@ bad input.
 from __future__ import annotations
 
 import argparse
+import io
 import sys
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
-from spec_verify.cli._json_out import add_json_option, json_problem, versioned, write_json
+from spec_verify.cli._json_out import (
+    STDOUT,
+    add_json_option,
+    emit_json,
+    json_problem,
+    versioned,
+)
 from spec_verify.cli._usage import EXIT_CODES_IN_ONE_LINE
 from spec_verify.errors import InvalidArgument
 from spec_verify.results import ExitCode, Status
@@ -207,14 +214,13 @@ def _comparison(result: Any) -> str:
 
 def _emit(args: argparse.Namespace, payload: dict[str, Any], text: str, ok: bool) -> int:
     if args.json:
-        try:
-            written = write_json(args.json, versioned("prove", payload))
-        except OSError as exc:
-            print(f"spec-verify prove: error: {exc}", file=sys.stderr)
-            return ExitCode.USAGE_ERROR
-        if written is not None:
+        where = io.StringIO()  # the text comes first, then where the JSON went
+        code = emit_json("prove", args.json, versioned("prove", payload), where)
+        if code is not None:
+            return code
+        if args.json != STDOUT:
             print(text)
-            print(f"JSON report: {written}")
+            print(where.getvalue(), end="")
     else:
         print(text)
     return ExitCode.PASSED if ok else ExitCode.FAILED

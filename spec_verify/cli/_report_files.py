@@ -16,12 +16,11 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import pathlib
 import sys
-import tempfile
 from collections.abc import Sequence
 
+from spec_verify.cli._json_out import atomic_write
 from spec_verify.results import CheckResult, ExitCode, Status
 from spec_verify.runner import CheckReport
 
@@ -74,10 +73,10 @@ class ReportFiles:
                     sys.stdout.write(text)
                     sys.stdout.flush()
             else:
-                _atomic_write(self.json, text)
+                atomic_write(self.json, text)
                 written.append(self.json)
         if self.junit is not None:
-            _atomic_write(self.junit, reports.junit_xml(report) + "\n")
+            atomic_write(self.junit, reports.junit_xml(report) + "\n")
             written.append(self.junit)
         return written
 
@@ -96,24 +95,3 @@ def _resolve(path: str | None) -> pathlib.Path | None:
     if out.is_dir():
         raise ReportPathError(f"{path!r} is a directory; give a file name")
     return out
-
-
-def _atomic_write(path: pathlib.Path, text: str) -> None:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise OSError(f"cannot create the folder of {str(path)!r}: {exc.strerror}") from None
-    try:
-        fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    except OSError as exc:
-        raise OSError(f"cannot write a report next to {str(path)!r}: {exc.strerror}") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temp, path)
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
-        raise OSError(f"cannot write {str(path)!r}: {exc.strerror}") from None
