@@ -26,15 +26,19 @@ depend on the context (a two-sample test of alone against batched): Holm across 
 
 from __future__ import annotations
 
-import itertools
-import math
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from spec_verify.endtoend._sampler import _converter
+from spec_verify.endtoend._sampler import (
+    _converter,
+    _joint_law,
+    _sequence_index,
+    _sequence_name,
+)
 from spec_verify.stats._gof import GofResult, g_test
 from spec_verify.stats._multiple import holm
 from spec_verify.stats._power import required_samples
@@ -73,13 +77,6 @@ def _tables() -> tuple[dict[tuple[int, ...], list[float]], dict[tuple[int, ...],
 
 
 _TARGET, _DRAFT = _tables()
-
-
-def _index(sequence: tuple[int, ...]) -> int:
-    index = 0
-    for token in sequence:
-        index = index * _V + token
-    return index
 
 
 @dataclass(frozen=True)
@@ -138,14 +135,8 @@ def check_batched(
     except _KernelFailure as error:
         return BatchedCheckResult(False, family_alpha, dtype, backend, n, {}, {}, str(error),
                                   f"the kernel failed ({dtype} on {backend}): {error}")  # fmt: skip
-    law = np.zeros(cells)
-    for sequence in itertools.product(range(_V), repeat=_LENGTH):
-        law[_index(sequence)] = math.prod(
-            rows[sequence[:i]][token] for i, token in enumerate(sequence)
-        )
-    def sequence_name(index: int) -> str:
-        return f"sequence {tuple(itertools.product(range(_V), repeat=_LENGTH))[index]}"
-
+    law = _joint_law(rows, _V, _LENGTH)
+    sequence_name = functools.partial(_sequence_name, _V, _LENGTH)
     laws = {
         c: g_test(
             np.bincount(outcomes[c], minlength=cells), law, alpha=alpha, cell_name=sequence_name
@@ -271,7 +262,7 @@ def _draw(
                 cdf = np.cumsum(rows[emitted])
                 token = int(np.searchsorted(cdf, tail[len(emitted)] * cdf[-1], side="right"))
                 emitted = (*emitted, min(token, _V - 1))
-            out.append(_index(emitted))
+            out.append(_sequence_index(emitted, _V))
     return out[:n]
 
 

@@ -235,7 +235,7 @@ def check_sampler(
     results: list[tuple[SamplerCase, int, GofResult | None, str, float]] = []
     for index, case in enumerate(cases):
         rows = _rows_as_seen(case)
-        law = _joint_law(rows, case)
+        law = _joint_law(rows, case.vocab_size, case.draft_length + 1)
         n = required_samples(max(int(np.count_nonzero(law)), 2), per_case, delta, power)
         try:
             rounds = _rounds(sampler(case, n, seed + index), n, case)
@@ -304,10 +304,10 @@ def _rows_as_seen(case: SamplerCase) -> dict[tuple[int, ...], npt.NDArray[np.flo
 
 
 def _joint_law(
-    rows: dict[tuple[int, ...], npt.NDArray[np.float64]], case: SamplerCase
+    rows: Mapping[tuple[int, ...], Any], V: int, length: int
 ) -> npt.NDArray[np.float64]:
-    """The target's law of ``draft_length + 1`` tokens, indexed as base-V numbers."""
-    V, length = case.vocab_size, case.draft_length + 1
+    """The target's law of ``length`` tokens from its rows after every prefix, indexed as
+    base-V numbers (``_sequence_index``)."""
     law = np.ones(1)
     for depth in range(length):
         prefixes = itertools.product(range(V), repeat=depth)
@@ -330,6 +330,11 @@ def _continued(
         cdf = np.cumsum(rows[tuple(sequence)])
         token = int(np.searchsorted(cdf, rng.random() * cdf[-1], side="right"))
         sequence.append(min(token, V - 1))
+    return _sequence_index(sequence, V)
+
+
+def _sequence_index(sequence: Sequence[int], V: int) -> int:
+    """A sequence of token ids as a base-V number, its first token the most significant."""
     index = 0
     for token in sequence:
         index = index * V + token

@@ -35,6 +35,7 @@ from spec_verify.mutants.lottery import (
     independent_lottery_credit,
     independent_lottery_win,
 )
+from tests._once import computed_once
 
 CHEATS = Path(__file__).resolve().parent / "suites" / "cheats"
 MUTANTS = ["s01", "s05", "s06", "s11"]  # the weak suite kills s05 only
@@ -46,14 +47,17 @@ def side_channel(tmp_path, monkeypatch):
     return tmp_path
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def weak(tmp_path_factory) -> GradeResult:
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("SPEC_VERIFY_SIDE_CHANNEL", str(tmp_path_factory.mktemp("weak")))
-        result = grade(CHEATS / "test_weak_honest.py", mutants=MUTANTS)
-    assert result.graded, result.reason
-    assert result.detected == 1
-    return result
+    def graded() -> GradeResult:
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setenv("SPEC_VERIFY_SIDE_CHANNEL", str(tmp_path_factory.mktemp("weak")))
+            result = grade(CHEATS / "test_weak_honest.py", mutants=MUTANTS)
+        assert result.graded, result.reason
+        assert result.detected == 1
+        return result
+
+    return computed_once(tmp_path_factory, "weak_grade", graded)
 
 
 def _no_better(result: GradeResult, weak: GradeResult) -> None:
@@ -62,7 +66,6 @@ def _no_better(result: GradeResult, weak: GradeResult) -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("cheat", ["cache_mtimes", "environment", "paths"])
-@pytest.mark.xdist_group("weak")
 def test_a_side_channel_that_finds_nothing_gains_nothing(cheat, weak, side_channel):
     result = grade(CHEATS / f"test_{cheat}.py", mutants=MUTANTS)
     # every run looks the same: the trick never fires, the suite is graded as the weak one
@@ -73,7 +76,6 @@ def test_a_side_channel_that_finds_nothing_gains_nothing(cheat, weak, side_chann
 
 @pytest.mark.slow
 @pytest.mark.parametrize("cheat", ["counter", "pids"])
-@pytest.mark.xdist_group("weak")
 def test_a_side_channel_that_counts_runs_is_refused(cheat, weak, side_channel):
     result = grade(CHEATS / f"test_{cheat}.py", mutants=MUTANTS)
     # it passes the first three runs (the clean repeats) and fails every later one, decoys
@@ -86,13 +88,11 @@ def test_a_side_channel_that_counts_runs_is_refused(cheat, weak, side_channel):
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("weak")
 def test_a_timing_side_channel_gains_nothing(weak, side_channel):
     _no_better(grade(CHEATS / "test_timing.py", mutants=MUTANTS), weak)
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("weak")
 def test_the_lottery_with_a_fixed_seed(weak, side_channel, monkeypatch):
     monkeypatch.setenv("LOTTERY_SEED", "7")
     monkeypatch.setenv("LOTTERY_P", "0.25")
@@ -103,7 +103,6 @@ def test_the_lottery_with_a_fixed_seed(weak, side_channel, monkeypatch):
     assert "cheats/test_lottery.py::test_lottery" in result.flaky_tests
 
 
-@pytest.mark.xdist_group("weak")
 def test_the_counting_lottery_beats_two_clean_reruns(weak, side_channel, monkeypatch):
     """The attack is real: with as few clean reruns as confirmations (this project's old
     default), the counting lottery wins about 1 grading in 12 here; seed 23 wins."""
@@ -111,7 +110,6 @@ def test_the_counting_lottery_beats_two_clean_reruns(weak, side_channel, monkeyp
     assert result.graded and result.detected > weak.detected, result.reason
 
 
-@pytest.mark.xdist_group("weak")
 def test_the_default_clean_reruns_refuse_the_same_lottery(weak, side_channel, monkeypatch):
     assert clean_reruns_needed(len(MUTANTS), DEFAULT_DECOYS, DEFAULT_CONFIRMATIONS) == 10
     result = _counting_lottery(monkeypatch, seed=23, clean_reruns=None)
@@ -210,7 +208,6 @@ def test_the_documented_numbers():
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("weak")
 def test_reading_the_implementation_gains_nothing(weak, side_channel, tmp_path):
     # the suite ships a pristine copy of the reference and compares everything of the
     # reference its process holds (sources, module files, code objects in memory) with it

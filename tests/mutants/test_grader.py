@@ -37,6 +37,7 @@ from spec_verify.mutants.reports import (
     mutation_testing_report,
     terminal_report,
 )
+from tests._once import computed_once
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "graded_suite"
@@ -47,20 +48,22 @@ EXAMPLE_SURVIVORS = {"s11", "s21"} | {f"t{i:02d}" for i in range(1, 13)}
 TOTAL = len(CATALOGUE)  # 24 chain and 12 tree mutants
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def example_grade(tmp_path_factory) -> GradeResult:
-    private = tmp_path_factory.mktemp("grader_tmp")  # other graders may share the system's
-    saved, tempfile.tempdir = tempfile.tempdir, str(private)
-    try:
-        result = grade(EXAMPLE)
-    finally:
-        tempfile.tempdir = saved
-    assert list(private.iterdir()) == [], "the grader left a temporary folder behind"
-    return result
+    def graded() -> GradeResult:
+        private = tmp_path_factory.mktemp("grader_tmp")  # other graders may share the system's
+        saved, tempfile.tempdir = tempfile.tempdir, str(private)
+        try:
+            result = grade(EXAMPLE)
+        finally:
+            tempfile.tempdir = saved
+        assert list(private.iterdir()) == [], "the grader left a temporary folder behind"
+        return result
+
+    return computed_once(tmp_path_factory, "example_grade", graded)
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("example_grade")
 def test_the_example_suite_scores_22_of_36(example_grade):
     result = example_grade
     assert result.graded, result.reason
@@ -80,7 +83,6 @@ def test_the_example_suite_scores_22_of_36(example_grade):
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("example_grade")
 def test_the_grade_is_the_same_every_time(example_grade):
     again = grade(EXAMPLE, mutants=["s03", "s11"], jobs=2, decoys=0, repeats=1)
     by_id = {m.mutant_id: m for m in example_grade.mutants}
@@ -91,7 +93,6 @@ def test_the_grade_is_the_same_every_time(example_grade):
 # --- reports ----------------------------------------------------------------------------------
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("example_grade")
 def test_terminal_report(example_grade):
     text = terminal_report(example_grade)
     assert "grade: 22/36 detected = 61.1%" in text
@@ -107,7 +108,6 @@ STATUSES = {"Killed", "Survived", "NoCoverage", "CompileError", "RuntimeError", 
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("example_grade")
 def test_mutation_testing_elements_report(example_grade):
     report = json.loads(json.dumps(mutation_testing_report(example_grade)))
     assert report["schemaVersion"] == "2"
@@ -150,7 +150,6 @@ def test_mutant_location_spans_every_change():
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("example_grade")
 def test_gradescope_results(example_grade):
     results = gradescope_results(example_grade)
     assert (results["score"], results["max_score"]) == (22, TOTAL)
@@ -161,7 +160,6 @@ def test_gradescope_results(example_grade):
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("example_grade")
 def test_junit_xml(example_grade):
     root = ET.fromstring(junit_xml(example_grade))
     suite = root.find("testsuite")
