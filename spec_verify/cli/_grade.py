@@ -12,6 +12,7 @@ from typing import Any
 from spec_verify.cli._json_out import (
     STDOUT,
     add_json_option,
+    atomic_write,
     json_problem,
     text_stream,
     versioned,
@@ -139,12 +140,11 @@ def _write_reports(args: argparse.Namespace, result: Any) -> bool:
         if target == STDOUT:
             print(render())
         elif target:
-            try:
-                Path(target).write_text(render() + ("" if target == args.junit else "\n"),
-                                        encoding="utf-8")
+            try:  # a temporary file beside it, then a rename: never half a report
+                atomic_write(Path(target).expanduser().absolute(),
+                             render() + ("" if target == args.junit else "\n"))
             except OSError as exc:
-                print(f"spec-verify grade: error: cannot write {target!r}: "
-                      f"{exc.strerror or exc}", file=sys.stderr)
+                print(f"spec-verify grade: error: {exc}", file=sys.stderr)
                 return False
             print(f"wrote {target}", file=sys.stderr)
     return True

@@ -12,6 +12,8 @@ import argparse
 import contextlib
 import json
 import os
+import re
+import stat
 import sys
 import tempfile
 from pathlib import Path
@@ -20,8 +22,8 @@ from typing import Any, TextIO
 from spec_verify.results import ExitCode, versioned
 
 __all__ = [
-    "STDOUT", "add_json_option", "atomic_write", "emit_json", "json_problem", "text_stream",
-    "versioned", "write_json",
+    "STDOUT", "add_json_option", "atomic_write", "emit_json", "is_mount_point", "json_problem",
+    "report_path_problem", "text_stream", "versioned", "write_json",
 ]  # fmt: skip
 
 STDOUT = "-"
@@ -50,19 +52,75 @@ def json_problem(target: str | None, option: str = "--json") -> str | None:
     """
     if target is None or target == STDOUT:
         return None
+    return report_path_problem(option, target)
+
+
+_RULE = "a report path must be a regular file or a new name in a folder"
+
+
+def report_path_problem(option: str, target: str) -> str | None:  # noqa: PLR0911 (one return per kind of path)
+    """Why ``target`` cannot be a report file, or None: option, value, rule and fix.
+
+    A report is written next to its path and renamed over it, so the path must be a regular
+    file (a symlink to one is followed) or a name that does not exist yet, in a folder (missing
+    folders are created). A device (``/dev/full`` would be replaced by a regular file), a
+    folder, a link to either, or a mount point (something bound over the path: the rename
+    fails, the bound file stays) is refused before anything runs.
+    """
+    fix = "give a file name such as report.json (or - for stdout)"
     path = Path(target).expanduser()
     try:
         if path.is_dir():
-            return f"{option} {target!r}: is a folder; give a file name (or - for stdout)"
+            return f"{option} {target!r}: is a folder; {_RULE}: {fix}"
+        if os.path.lexists(path):
+            st = path.stat() if path.exists() else None
+            if st is None:
+                return (f"{option} {target!r}: is a dangling symbolic link; {_RULE}: remove "
+                        f"the link or {fix}")
+            if not stat.S_ISREG(st.st_mode):
+                return f"{option} {target!r}: is {_kind(st.st_mode)}; {_RULE}: {fix}"
+            if is_mount_point(path):
+                return (f"{option} {target!r}: is a mount point (a file is mounted over it); "
+                        f"{_RULE}: unmount it or {fix}")
         parent = path.absolute().parent
         for folder in (parent, *parent.parents):
             if folder.exists():
                 if not folder.is_dir():
-                    return f"{option} {target!r}: {str(folder)!r} is a file, not a folder"
+                    return (f"{option} {target!r}: {str(folder)!r} is a file, not a folder; "
+                            f"{_RULE}: {fix}")
                 break
     except OSError as exc:  # a name too long, a symlink loop
         return f"{option} {target!r}: cannot be used as a file name ({exc.strerror or exc})"
     return None
+
+
+def _kind(mode: int) -> str:
+    kinds = ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+             (stat.S_ISFIFO, "a named pipe"), (stat.S_ISSOCK, "a socket"))  # fmt: skip
+    return next((name for test, name in kinds if test(mode)), "not a regular file")
+
+
+def is_mount_point(path: Path) -> bool:
+    """True when something is mounted on ``path`` (a file bound over a file included, which
+    ``os.path.ismount`` misses when both are on one file system)."""
+    if os.path.ismount(path):
+        return True
+    try:
+        real = os.path.realpath(path)
+        with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as handle:
+            lines = handle.read().splitlines()
+    except OSError:
+        return False
+    for line in lines:
+        fields = line.split()
+        # field 5 is the mount point, with space, tab, newline and backslash octal-escaped
+        if len(fields) > 4 and _unescape(fields[4]) == real:
+            return True
+    return False
+
+
+def _unescape(text: str) -> str:
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), text)
 
 
 def write_json(target: str, data: Any) -> Path | None:
@@ -97,6 +155,18 @@ def emit_json(command: str, target: str, data: Any, out: TextIO) -> int | None:
     return None
 
 
+def _still_a_report_path(path: Path) -> None:
+    """Refuse, just before the rename, a path that became a device, a folder or a mount point
+    during the run (the rename would replace a device node or fail on a mount)."""
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return
+    if not stat.S_ISREG(st.st_mode) or is_mount_point(path):
+        what = "a mount point" if stat.S_ISREG(st.st_mode) else _kind(st.st_mode)
+        raise OSError(f"{str(path)!r} is {what} now; {_RULE}")
+
+
 def atomic_write(path: Path, text: str) -> None:
     """``text`` to ``path`` through a temporary file in the same folder and ``os.replace``: a
     reader sees the old file or the new one, never half of one.
@@ -117,8 +187,9 @@ def atomic_write(path: Path, text: str) -> None:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
+        _still_a_report_path(path)
         os.replace(temp, path)
     except OSError as exc:
         with contextlib.suppress(OSError):
             os.unlink(temp)
-        raise OSError(f"cannot write {str(path)!r}: {exc.strerror}") from None
+        raise OSError(f"cannot write {str(path)!r}: {exc.strerror or exc}") from None

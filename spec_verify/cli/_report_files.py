@@ -20,7 +20,7 @@ import pathlib
 import sys
 from collections.abc import Sequence
 
-from spec_verify.cli._json_out import atomic_write
+from spec_verify.cli._json_out import atomic_write, report_path_problem
 from spec_verify.results import CheckResult, ExitCode, Status
 from spec_verify.runner import CheckReport
 
@@ -54,8 +54,8 @@ class ReportFiles:
     def __init__(self, json_path: str | None, junit_path: str | None) -> None:
         # ``--json -``: the JSON report goes to stdout, once, with the final state
         self.json_stdout = json_path == "-"
-        self.json = None if self.json_stdout else _resolve(json_path)
-        self.junit = _resolve(junit_path)
+        self.json = None if self.json_stdout else _resolve("--json", json_path)
+        self.junit = _resolve("--junit", junit_path)
 
     def write(self, report: CheckReport, state: str) -> list[pathlib.Path]:
         """Write both files atomically; ``state`` goes into the JSON. Returns the paths."""
@@ -88,10 +88,10 @@ class ReportFiles:
             raise ReportPathError(str(exc)) from None
 
 
-def _resolve(path: str | None) -> pathlib.Path | None:
+def _resolve(option: str, path: str | None) -> pathlib.Path | None:
     if path is None:
         return None
-    out = pathlib.Path(path).expanduser().absolute()
-    if out.is_dir():
-        raise ReportPathError(f"{path!r} is a directory; give a file name")
-    return out
+    problem = report_path_problem(option, path)
+    if problem is not None:
+        raise ReportPathError(problem)
+    return pathlib.Path(path).expanduser().absolute()
