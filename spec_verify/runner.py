@@ -16,6 +16,7 @@ exit code, JSON and JUnit all read.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import math
 import re
 import shlex
@@ -147,6 +148,9 @@ class CheckReport:
     allow_not_provable: bool = False
     profile: Profile = Profile.CONFORMANCE
     capabilities: tuple[str, ...] = ()
+    # which protections held around the implementation's code (``adapters._sandbox``), None
+    # when it ran in this process
+    sandbox: dict[str, Any] | None = None
 
     def blocks(self, result: CheckResult) -> bool:
         """The one verdict rule: whether ``result`` keeps this run from passing.
@@ -244,6 +248,7 @@ class CheckReport:
             "allow_not_provable": self.allow_not_provable,
             "profile": self.profile.value,
             "capabilities": list(self.capabilities),
+            "sandbox": self.sandbox,
             "tiers": list(self.tiers),
             "passed": self.passed,
             "exit_code": int(self.exit_code),
@@ -457,19 +462,43 @@ def run_checks(
         allow_not_provable,
         profile,
         tuple(sorted(offered)),
+        loaded.sandbox(),
     )
 
 
 def _import_harness(tiers: Sequence[str]) -> None:
-    """Import the code of the tiers that will run (and what they import) before the first
-    worker starts: a worker runs as the same user and could otherwise plant bytecode for a
-    module this process imports later. A tier whose code does not import is reported when it
-    runs (``_run_tier``)."""
+    """Import the whole harness before the first worker starts: the code of the tiers that
+    will run, and every other module of ``spec_verify`` (what tiers import inside functions
+    included), so that nothing a worker could rewrite on disk, or plant as bytecode, is read
+    later. A tier whose code does not import is reported when it runs (``_run_tier``)."""
     for spec in TIERS:
         if spec.name in tiers:
             with contextlib.suppress(TierEntryPointError):
                 resolve_entry_point(spec)
     import spec_verify.reports  # noqa: F401 -- read at the end of every run
+
+    import_every_module()
+
+
+
+
+def import_every_module() -> list[str]:
+    """Import every module of the installed ``spec_verify`` package; the names that could not
+    be imported (an optional extra that is not installed). Entry points (``__main__``) are
+    left out."""
+    import pkgutil
+
+    import spec_verify
+
+    missing: list[str] = []
+    for info in pkgutil.walk_packages(spec_verify.__path__, "spec_verify."):
+        if info.name.rsplit(".", 1)[-1] == "__main__":
+            continue
+        try:
+            importlib.import_module(info.name)
+        except Exception:  # an extra that is not installed: listed
+            missing.append(info.name)
+    return missing
 
 
 def _run_tier(spec: TierSpec, impl: Any, options: dict[str, Any]) -> list[CheckResult]:

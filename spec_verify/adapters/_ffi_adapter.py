@@ -122,6 +122,7 @@ class FfiImplementation(Implementation):
         self.abi_version = 0
         self._worker: WorkerProcess | None = None
         self._hung: dict[str, str] = {}
+        self._protections: dict[str, Any] | None = None  # what the sandbox held, once started
         self._lock = threading.RLock()
         self._finalizer = weakref.finalize(self, _close_worker, [None])
 
@@ -165,6 +166,7 @@ class FfiImplementation(Implementation):
                 worker.kill()
                 raise
             self._worker = worker
+            self._protections = worker.read_protections().to_json()
             self._finalizer.detach()
             self._finalizer = weakref.finalize(self, _close_worker, [worker])
 
@@ -518,6 +520,10 @@ class FfiImplementation(Implementation):
         kwargs = {"initstate": initstate, "initseq": initseq, "n": n}
         values: NDArray[np.uint32] = self._call("pcg32_u32", kwargs)
         return [int(v) for v in values]
+
+    def sandbox(self) -> dict[str, Any] | None:
+        """What the worker's sandbox held (``_sandbox.Protections``), from its start."""
+        return self._protections
 
     def __repr__(self) -> str:
         return f"FfiImplementation({self.path!r})"

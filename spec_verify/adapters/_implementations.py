@@ -311,6 +311,11 @@ class Implementation(abc.ABC):
         model), or None: tiers then use the reference's."""
         return None
 
+    def sandbox(self) -> dict[str, Any] | None:
+        """Which protections held around the implementation's code (``_sandbox.Protections``
+        as JSON, for the report), or None when it runs in the harness's process."""
+        return None
+
     def breakpoint_hints(self, rnd: Any) -> list[Fraction]:
         """Exact thresholds of the implementation's rule on the exact engine's round ``rnd``
         (the enumerator snaps located breakpoints to them); none by default."""

@@ -27,6 +27,7 @@ import contextlib
 import ctypes
 import json
 import os
+import select
 import shutil
 import signal
 import socket
@@ -38,6 +39,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from spec_verify.adapters._pid1 import parse_status
+from spec_verify.adapters._sandbox import NOBODY, Protections, harness_paths
 from spec_verify.adapters._wire import (
     PeerClosed,
     WireError,
@@ -49,6 +51,7 @@ from spec_verify.errors import ImplementationError
 
 __all__ = [
     "MEMORY_LIMIT",
+    "REPORT_FOLDERS",
     "RING_BYTES",
     "WorkerProcess",
     "become_subreaper",
@@ -335,20 +338,48 @@ def _namespace_prefix() -> list[str] | None:
         and unshare is not None
         and os.environ.get("SPEC_VERIFY_NO_PID_NAMESPACE", "") in ("", "0")
     ):
-        candidate = [unshare, "--pid", "--fork", "--kill-child"]
+        base = [unshare, "--pid", "--fork", "--kill-child"]
         if os.geteuid() != 0:
-            candidate += ["--user", "--map-root-user"]
-        try:
-            probe = subprocess.run(
-                [*candidate, sys.executable, "-c", "import os; assert os.getpid() == 1"],
-                capture_output=True, timeout=10, check=False,
-            )  # fmt: skip
-        except (OSError, subprocess.TimeoutExpired):
-            probe = None
-        if probe is not None and probe.returncode == 0:
-            prefix = candidate
+            base += ["--user", "--map-root-user"]
+        # a private mount namespace with its own /proc where the kernel allows it, else the
+        # PID namespace alone (the report says which held)
+        for candidate in ([*base, "--mount", "--mount-proc"], base):
+            try:
+                probe = subprocess.run(
+                    [*candidate, sys.executable, "-c", "import os; assert os.getpid() == 1"],
+                    capture_output=True, timeout=10, check=False,
+                )  # fmt: skip
+            except (OSError, subprocess.TimeoutExpired):
+                continue
+            if probe.returncode == 0:
+                prefix = candidate
+                break
     _NAMESPACE_PROBE.append(prefix)
     return prefix
+
+
+REPORT_FOLDERS = "SPEC_VERIFY_REPORT_FOLDERS"  # JSON list the CLI sets: bound read-only
+
+
+def _sandbox_plan(mounts: bool, cwd: str | None, args: Sequence[str]) -> dict[str, Any]:
+    """What ``_pid1`` seals: the harness's folders and the report folders read-only, and the
+    uid to drop to (root only, and only where the worker's files are readable by it)."""
+    plan: dict[str, Any] = {"mounts": mounts, "readonly": [], "drop_to": None, "needed": [],
+                            "why_not": []}
+    if mounts:
+        readonly = harness_paths()
+        with contextlib.suppress(ValueError, TypeError):
+            folders = json.loads(os.environ.get(REPORT_FOLDERS, "[]"))
+            readonly += [str(f) for f in folders if isinstance(f, str)]
+        plan["readonly"] = readonly
+    else:
+        plan["why_not"].append("no mount namespace (unshare --mount refused): the harness's "
+                               "files, the report folders and /proc are the host's")
+    if os.geteuid() == 0:  # _pid1 drops to NOBODY where it can make these readable by it
+        plan["drop_to"] = NOBODY
+        plan["needed"] = [p for p in [sys.base_prefix, sys.prefix, *sys.path, cwd or os.getcwd(),
+                                      *args] if p and os.path.isabs(p) and os.path.exists(p)]
+    return plan
 
 
 class WorkerProcess:
@@ -375,12 +406,26 @@ class WorkerProcess:
         passed = [child_fd]
         self._status_read: int | None = None
         prefix = _namespace_prefix()
+        self.protections = Protections(why_not=(
+            "no PID namespace: the kernel or the machine refused unshare (or "
+            "SPEC_VERIFY_NO_PID_NAMESPACE is set); the worker runs beside the harness",))
+        self._pending = b""
+        if env is None and REPORT_FOLDERS in os.environ:  # the harness's, not the worker's
+            env = {k: v for k, v in os.environ.items() if k != REPORT_FOLDERS}
         if prefix is not None:  # pid 1 of a namespace of its own starts the worker
             self._status_read, status_write = os.pipe()
+            # the plan names the report folders: through a pipe, never on a command line the
+            # worker can read in /proc/1/cmdline
+            plan = json.dumps(_sandbox_plan("--mount-proc" in prefix, cwd, args)).encode()
+            plan_read, plan_write = os.pipe()
+            try:
+                os.write(plan_write, plan[:60000])
+            finally:
+                os.close(plan_write)
             command = [*prefix, sys.executable, "-c", _BOOTSTRAP, json.dumps(sys.path),
-                       "spec_verify.adapters._pid1", str(status_write), module, str(child_fd),
-                       *args]  # fmt: skip
-            passed.append(status_write)
+                       "spec_verify.adapters._pid1", str(status_write), str(plan_read),
+                       module, str(child_fd), *args]  # fmt: skip
+            passed += [status_write, plan_read]
         self.namespaced = prefix is not None
         try:
             self.process = subprocess.Popen(
@@ -396,8 +441,8 @@ class WorkerProcess:
             )  # fmt: skip
         finally:
             child_sock.close()
-            if len(passed) > 1:
-                os.close(passed[1])
+            for fd in passed[1:]:
+                os.close(fd)
         self.sock = parent_sock
         self.pid = self.process.pid
         self._stdout = _Ring(self.process.stdout)
@@ -475,6 +520,29 @@ class WorkerProcess:
         tail = self.output_tail()
         return f"; its {tail}" if tail else ""
 
+    def read_protections(self, timeout: float = 5.0) -> Protections:
+        """Which protections held in the worker (its first line on the status pipe, written
+        before the implementation was loaded); call after the greeting."""
+        if self._status_read is None or b"\n" in self._pending:
+            return self.protections
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self._pending and len(self._pending) < 65536:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([self._status_read], [], [], left)[0]:
+                break
+            try:
+                chunk = os.read(self._status_read, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            self._pending += chunk
+        line, _, _ = self._pending.partition(b"\n")
+        if line.startswith(b"P"):
+            with contextlib.suppress(ValueError):
+                self.protections = Protections.from_json(json.loads(line[1:]))
+        return self.protections
+
     def _returncode(self) -> int | None:
         """How the worker itself ended: from its pid 1's report when it has one (the process
         this object started is then ``unshare``), else the process's own return code."""
@@ -484,7 +552,8 @@ class WorkerProcess:
             return None
         if self._status_read is not None:
             with contextlib.suppress(OSError):
-                reported = parse_status(os.read(self._status_read, 64))
+                data = self._pending + os.read(self._status_read, 65536)
+                reported = parse_status(data.rpartition(b"\n")[2])
                 if reported is not None:
                     return reported
         return returncode

@@ -198,6 +198,7 @@ class WorkerImplementation(Implementation):
         self.names: frozenset[str] = frozenset()
         self._session: _Session | None = None
         self._hung: dict[str, str] = {}
+        self._protections: dict[str, Any] | None = None  # what the sandbox held, once started
         self._lock = threading.RLock()
         self._finalizer = weakref.finalize(self, _close_session, [None])
         self._start()
@@ -248,6 +249,7 @@ class WorkerImplementation(Implementation):
                 worker.kill()
                 raise
             self.names = frozenset(names)
+            self._protections = worker.read_protections().to_json()
             session = _Session(self, worker)
             self._session = session
             self._finalizer.detach()
@@ -580,6 +582,10 @@ class WorkerImplementation(Implementation):
 
     def own_attribute(self, name: str) -> Any | None:
         return getattr(self.module, name) if name in self.names else None
+
+    def sandbox(self) -> dict[str, Any] | None:
+        """What the worker's sandbox held (``_sandbox.Protections``), from its start."""
+        return self._protections
 
     def __repr__(self) -> str:
         return f"WorkerImplementation({self.name!r})"

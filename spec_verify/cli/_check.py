@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import math
+import os
 import signal
 import sys
 import time
@@ -236,7 +238,12 @@ def _refused(args: argparse.Namespace, exc: Exception) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     from spec_verify import reports
-    from spec_verify.adapters._process import become_subreaper, children, reap_all_children
+    from spec_verify.adapters._process import (
+        REPORT_FOLDERS,
+        become_subreaper,
+        children,
+        reap_all_children,
+    )
     from spec_verify.cli._report_files import ReportFiles, ReportPathError, placeholder_report
     from spec_verify.cli._usage import usage_line
     from spec_verify.errors import UnknownImplementation
@@ -262,6 +269,12 @@ def _run(args: argparse.Namespace) -> int:
     except ReportPathError as exc:
         _say(f"spec-verify check: cannot write the report: {exc}", sys.stderr)
         return ExitCode.USAGE_ERROR
+    # the report folders are read-only in every worker's mount namespace (adapters/_sandbox)
+    folders = [str(p.parent) for p in (files.json, files.junit) if p is not None]
+    if args.plots:
+        folders.append(os.path.abspath(args.plots))
+    previous_folders = os.environ.get(REPORT_FOLDERS)
+    os.environ[REPORT_FOLDERS] = json.dumps(folders)
     become_subreaper()  # what a worker's children leave behind is re-parented here, and killed
     had_children = children()
     previous_term = signal.signal(signal.SIGTERM, _on_sigterm)
@@ -297,6 +310,10 @@ def _run(args: argparse.Namespace) -> int:
     finally:
         signal.signal(signal.SIGTERM, previous_term)
         reap_all_children(keep=had_children)
+        if previous_folders is None:
+            os.environ.pop(REPORT_FOLDERS, None)
+        else:
+            os.environ[REPORT_FOLDERS] = previous_folders
         if progress is not None:
             with contextlib.suppress(OSError, ValueError):
                 progress.done()
@@ -304,6 +321,11 @@ def _run(args: argparse.Namespace) -> int:
     written = files.write(report, "complete")
     out = text_stream(args)  # stderr when the JSON report takes stdout
     _say(reports.format_summary(report), out)
+    if report.sandbox is not None and not report.sandbox.get("sealed"):
+        from spec_verify.adapters._sandbox import Protections
+
+        _say(f"warning: the implementation was not sealed off: "
+             f"{Protections.from_json(report.sandbox).summary()}", sys.stderr)
     failures = reports.format_failures(report)
     if failures:
         _say("\n" + failures, out)
