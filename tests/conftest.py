@@ -100,6 +100,37 @@ def reference(reference_worker: Any) -> Iterator[Any]:
         yield impl
 
 
+@pytest.fixture(scope="session")
+def reference_check(request: pytest.FixtureRequest,
+                    tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """``spec-verify check --json`` on the bundled reference at default sizes, run once per test
+    run and shared by every xdist worker: ``{"code", "out", "report"}``. With ``--runslow`` it is
+    the README's whole gate (tests/cli/test_check.py asserts every tier); without, only its
+    statistical tier, which tests/tiers/test_statistical.py asserts in both runs (before, the
+    full run paid for the statistical tier twice)."""
+    import contextlib
+    import io
+    import json
+
+    from spec_verify.cli import main
+
+    from ._once import computed_once
+
+    whole = bool(request.config.getoption("--runslow"))
+
+    def run() -> dict[str, Any]:
+        folder = tmp_path_factory.mktemp("reference-check")
+        args = ["check", "--json", str(folder / "r.json"), "--no-progress"]
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            code = main(args if whole else [*args, "--tier", "statistical"])
+        report = json.loads((folder / "r.json").read_text())
+        return {"code": code, "out": out.getvalue(), "report": report}
+
+    return computed_once(tmp_path_factory, f"reference-check-{'all' if whole else 'statistical'}",
+                         run)
+
+
 @pytest.fixture(autouse=True)
 def _no_stray_processes() -> Iterator[None]:
     """Fail a test that leaves a process of its own running (killed here so that it cannot

@@ -63,11 +63,13 @@ def test_fail_fast_reports_the_tiers_it_did_not_run(tmp_path, capsys):
 
 
 @pytest.mark.slow
-def test_the_reference_passes_every_tier(capsys, tmp_path):
-    code = main(["check", "--json", str(tmp_path / "r.json"), "--no-progress"])
-    out = capsys.readouterr().out
-    assert code == 0, out
-    tiers = {r["tier"] for r in json.loads((tmp_path / "r.json").read_text())["results"]}
+def test_the_reference_passes_every_tier(reference_check):
+    """The README's main command at default sizes (run once per test run: tests/conftest.py)."""
+    assert reference_check["code"] == 0, reference_check["out"]
+    assert "spec-verify check reference: PASSED" in reference_check["out"]
+    report = reference_check["report"]
+    assert report["passed"]
+    tiers = {r["tier"] for r in report["results"]}
     assert {"contract", "greedy", "exact", "parity", "statistical", "generation"} <= tiers
 
 

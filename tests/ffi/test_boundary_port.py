@@ -45,8 +45,10 @@ def test_a_boundary_bug_fails_on_every_seed(rust_variants, bug):
 @pytest.mark.rust
 @pytest.mark.slow
 @pytest.mark.parametrize("bug", sorted(MUST_FAIL))
-def test_a_boundary_bug_fails_on_ten_more_seeds(rust_variants, bug):
-    for seed in range(3, 13):
+def test_a_boundary_bug_fails_on_five_more_seeds(rust_variants, bug):
+    """Five seeds beyond the fast test's three: every one must still fail (ten seeds took
+    50-65 s a bug under load, for the same property)."""
+    for seed in range(3, 8):
         failing = _failing(rust_variants[bug], seed, n_cases=100)
         assert MUST_FAIL[bug] <= failing, (seed, failing)
 
