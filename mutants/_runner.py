@@ -32,11 +32,18 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
+from spec_verify._sandbox import NOBODY, harness_paths
+from spec_verify.adapters._process import (
+    REPORT_FOLDERS,
+    become_subreaper,
+    children,
+    reap_all_children,
+)
 from spec_verify.adapters._wire import WireError, send_message
 from spec_verify.errors import SpecVerifyError
 from spec_verify.mutants._cores import available_cores, pick_core
 
-__all__ = ["RunFailure", "RunOutcome", "RunPool", "RunRequest", "WorkerError"]
+__all__ = ["HarmfulRun", "RunFailure", "RunOutcome", "RunPool", "RunRequest", "WorkerError"]
 
 # Folders a suite's copy leaves out: caches and databases of earlier runs.
 _IGNORED = ("__pycache__", ".pytest_cache", ".hypothesis", ".git", ".mypy_cache", ".ruff_cache")
@@ -45,6 +52,11 @@ _OUTPUT_TAIL = 20000
 
 class WorkerError(SpecVerifyError):
     """The grader's own machinery failed (never a verdict on the suite)."""
+
+
+class HarmfulRun(WorkerError):
+    """A run of the suite killed one of the grader's processes (the sampler's or the suite's
+    fork server): a verdict on the suite (it is refused as harmful), not a bug to report."""
 
 
 @dataclass(frozen=True)
@@ -110,6 +122,23 @@ def worker_environment() -> dict[str, str]:
     })
     env.pop("PYTHONSTARTUP", None)
     return env
+
+
+def sandbox_plan() -> dict[str, Any] | None:
+    """What the fork server seals every run with (``_worker._seal``): the harness's folders
+    and the report folders read-only, the interpreter reachable by the unprivileged uid a run
+    drops to where the grader is root. None (no sandbox) with
+    ``SPEC_VERIFY_NO_PID_NAMESPACE=1``, as for check workers."""
+    if os.environ.get("SPEC_VERIFY_NO_PID_NAMESPACE", "") not in ("", "0"):
+        return None
+    readonly = harness_paths()
+    with contextlib.suppress(ValueError, TypeError):
+        readonly += [str(f) for f in json.loads(os.environ.get(REPORT_FOLDERS, "[]"))
+                     if isinstance(f, str)]
+    needed = [p for p in (sys.base_prefix, sys.prefix, *sys.path)
+              if p and os.path.isabs(p) and os.path.exists(p)]
+    return {"readonly": readonly, "needed": needed,
+            "drop_to": NOBODY if os.geteuid() == 0 else None}
 
 
 def scratch_dir() -> str:
@@ -231,9 +260,15 @@ class RunPool:
         self._handover: socket.socket | None = None  # the suite's socket ends, to the worker
         self._compiled: set[tuple[str, str]] = set()  # texts the sampler's server compiled
         self._cores = available_cores()
+        self._had_children: set[int] = set()
+        self.sandbox: dict[str, Any] = {}  # which protections every run gets (the probe's)
         self._held: dict[str, int] = {}  # token -> the core of a run going on
 
     def __enter__(self) -> RunPool:
+        # what a run leaves behind (a daemon that double-forks) is re-parented to this
+        # process, where the kernel refuses the run's own PID namespace; ``close`` kills it
+        become_subreaper()
+        self._had_children = children()
         self.root = Path(tempfile.mkdtemp(prefix="spec-verify-grade-", dir=scratch_dir()))
         self._log = open(self.root / "worker.log", "wb")
         self._sampler_control, sampler_end = socket.socketpair(socket.AF_UNIX,
@@ -248,11 +283,23 @@ class RunPool:
                 start_new_session=True,
             )
             self._worker = subprocess.Popen(
-                [sys.executable, "-m", "spec_verify.mutants._worker", str(worker_end.fileno())],
+                [sys.executable, "-m", "spec_verify.mutants._worker", str(worker_end.fileno()),
+                 json.dumps(sandbox_plan())],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log,
                 pass_fds=[worker_end.fileno()], cwd=self.root, env=worker_environment(),
                 start_new_session=True,
             )
+        assert self._worker.stdout is not None
+        hello = self._worker.stdout.readline()
+        try:
+            sandbox = json.loads(hello).get("sandbox")
+        except (ValueError, AttributeError):
+            sandbox = None
+        if not isinstance(sandbox, dict):
+            self.close()
+            raise WorkerError("the grader's worker process did not start: "
+                              + _read_text(Path(self.root / "worker.log"), 2000))
+        self.sandbox = sandbox
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
@@ -284,6 +331,8 @@ class RunPool:
             except subprocess.TimeoutExpired:
                 sampler.kill()
                 sampler.wait()
+        # every process the grading started is gone before a report can be written
+        reap_all_children(keep=self._had_children)
         if self._log is not None:
             self._log.close()
             self._log = None
@@ -316,8 +365,8 @@ class RunPool:
                                 [theirs.fileno()])
             send_message(ours, {"files": files}, deadline=time.monotonic() + 60)
         except (OSError, WireError) as exc:
-            raise WorkerError(f"the grader could not hand its trees to the sampler ({exc})"
-                              ) from exc
+            raise self._gone() or WorkerError(
+                f"the grader could not hand its trees to the sampler ({exc})") from exc
         finally:
             ours.close()
         self._compiled.update((name, text) for name, text in files)
@@ -329,8 +378,20 @@ class RunPool:
             self._worker.stdin.write(json.dumps(message).encode() + b"\n")
             self._worker.stdin.flush()
         except OSError as exc:
-            raise WorkerError(f"the grader's worker process is gone ({exc}); see "
+            raise self._gone() or WorkerError(f"the grader's worker process is gone ({exc}); see "
                               f"{self.root / 'worker.log'}") from exc
+
+    def _gone(self) -> HarmfulRun | None:
+        """The error to raise when one of the grader's fork servers was killed, else None."""
+        time.sleep(0.05)  # a kill lands asynchronously: let the exit be seen
+        for process, what in ((self._sampler, "sampler (the fork server that serves the "
+                               "graded reference)"),
+                              (self._worker, "suite runner (the fork server of the runs)")):
+            if process is not None and process.poll() is not None:
+                return HarmfulRun(
+                    f"a run of the suite killed the grader's {what}; it exited with "
+                    f"{process.returncode}: a suite must not touch the grader's processes")
+        return None
 
     @property
     def running(self) -> int:
@@ -361,7 +422,7 @@ class RunPool:
                          deadline=time.monotonic() + 60)
             socket.send_fds(self._handover, [token.encode()], [suite_end.fileno()])
         except (OSError, WireError) as exc:
-            raise WorkerError(f"the grader could not start a run ({exc}); see "
+            raise self._gone() or WorkerError(f"the grader could not start a run ({exc}); see "
                               f"{self.root / 'worker.log' if self.root else 'the log'}") from exc
         finally:
             suite_end.close()
@@ -399,7 +460,8 @@ class RunPool:
         line = self._worker.stdout.readline()
         if not line:
             log = _read_text(self.root / "worker.log", 2000) if self.root else ""
-            raise WorkerError(f"the grader's worker process ended unexpectedly:\n{log}")
+            raise self._gone() or WorkerError(
+                f"the grader's worker process ended unexpectedly:\n{log}")
         reply = json.loads(line)
         token = str(reply["token"])
         prepared = self._runs.pop(token)

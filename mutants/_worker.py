@@ -240,6 +240,8 @@ def _fork(job: dict[str, Any], private_fds: Sequence[int]) -> int:
         for fd in private_fds:
             os.close(fd)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        if not _seal(job):
+            return 0  # unreachable: _seal exits when the run may not go on
         code = _run_child(job)
     except BaseException:  # report it in the run's output, never return into the worker loop
         with contextlib.suppress(BaseException):
@@ -252,6 +254,60 @@ def _fork(job: dict[str, Any], private_fds: Sequence[int]) -> int:
             sys.stderr.flush()
         os._exit(code if 0 <= code < 256 else _INTERNAL_ERROR)
     return 0  # unreachable: the child always leaves through os._exit
+
+
+def _plan_for(plan: dict[str, Any], run_dir: str | None) -> dict[str, Any]:
+    extra = [run_dir] if run_dir else []
+    return {"readonly": plan.get("readonly", []), "writable": extra,
+            "needed": [*plan.get("needed", []), *extra],
+            "drop_to": plan.get("drop_to"), "chown": extra}
+
+
+def _seal(job: dict[str, Any]) -> bool:
+    """Seal the run off (``spec_verify/_sandbox.enter_sandbox``); True to go on. A run whose
+    sandbox holds less than the grading's probe found is ended at once: no run is less sealed
+    than another (the grader says up front what the probe found)."""
+    plan = job.get("sandbox")
+    if not isinstance(plan, dict):
+        return True
+    from spec_verify._sandbox import enter_sandbox
+
+    held = enter_sandbox(**_plan_for(plan, str(job["run_dir"])))
+    if plan.get("require_sealed") and not held.sealed:
+        sys.stderr.write(f"run {job['token']}: the sandbox did not hold: {held.summary()}\n")
+        sys.stderr.flush()
+        os._exit(_INTERNAL_ERROR)
+    return True
+
+
+def probe_sandbox(plan: dict[str, Any]) -> dict[str, Any]:
+    """Which protections a run gets here: a child sealed as every run is, asked."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        code = 0
+        try:
+            os.close(read)
+            from spec_verify._sandbox import enter_sandbox
+
+            held = enter_sandbox(**_plan_for(plan, None))
+            os.write(write, json.dumps(held.to_json()).encode())
+        except BaseException:
+            code = _INTERNAL_ERROR
+        finally:
+            os._exit(code)
+    os.close(write)
+    data = b""
+    while chunk := os.read(read, 65536):
+        data += chunk
+    os.close(read)
+    os.waitpid(pid, 0)
+    try:
+        result = json.loads(data)
+    except ValueError:
+        result = None
+    return result if isinstance(result, dict) else {"sealed": False,
+                                                      "why_not": ["the probe died"]}
 
 
 def _preload(names: Sequence[str]) -> None:
@@ -286,9 +342,16 @@ def _plugin_modules() -> tuple[str, ...]:
 
 def main() -> int:
     """Serve jobs until standard input closes; then end every run still going."""
+    plan = json.loads(sys.argv[2]) if len(sys.argv) > 2 else None
+    sealed = probe_sandbox(plan) if isinstance(plan, dict) else {
+        "sealed": False, "why_not": ["SPEC_VERIFY_NO_PID_NAMESPACE is set: no sandbox"]}
     _preload((*_PRELOAD, *_plugin_modules()))
     requests = os.dup(0)
     replies = os.dup(1)
+    # the first line says which protections every run gets
+    os.write(replies, json.dumps({"sandbox": sealed}).encode() + b"\n")
+    if isinstance(plan, dict):
+        plan["require_sealed"] = bool(sealed and sealed.get("sealed"))
     handover = socket.socket(fileno=int(sys.argv[1]))  # the suite's ends of the socket pairs
     os.dup2(2, 1)  # stray prints must not corrupt the protocol
     running: dict[int, dict[str, Any]] = {}
@@ -330,6 +393,7 @@ def main() -> int:
                 if options not in premade_by_options:
                     premade_by_options[options] = _premake_config(job["args"])
                 job["premade"] = premade_by_options[options]
+                job["sandbox"] = plan
                 data, fds, _, _ = socket.recv_fds(handover, 256, 1)
                 if data.decode() != job["token"] or len(fds) != 1:
                     raise RuntimeError("the grader's handover is out of step with its jobs")

@@ -48,10 +48,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
+from typing import Any
 
 from spec_verify.errors import InvalidArgument
 
-from ._runner import RunFailure, RunOutcome, RunPool, RunRequest
+from ._runner import HarmfulRun, RunFailure, RunOutcome, RunPool, RunRequest
 from ._source import canary_sources, reference_sources
 from .catalogue import CATALOGUE, Mutant, apply_mutant, mutant_by_id
 from .lottery import clean_reruns_needed
@@ -120,6 +121,7 @@ class Refusal(str, Enum):
     FLAKY = "flaky"
     UNRELIABLE = "unreliable"
     TESTS_NOTHING = "tests nothing"
+    HARMFUL = "harmful"
 
 
 @dataclass(frozen=True)
@@ -165,6 +167,8 @@ class GradeResult:
         notes: things the grader noticed that do not change the grade (files written).
         seconds: wall time of the whole grading.
         refusal: why the suite got no grade.
+        sandbox: which protections sealed every run off (namespaces, fresh /proc, read-only
+            harness, uid, capabilities).
     """
 
     grade: float
@@ -183,6 +187,8 @@ class GradeResult:
     seconds: float = 0.0
     refusal: Refusal = Refusal.NONE
     score_definition: str = SCORE_DEFINITION
+    # which protections held around every run (``spec_verify._sandbox.Protections`` as JSON)
+    sandbox: Mapping[str, Any] | None = None
 
     def count(self, state: MutantState) -> int:
         """How many mutants ended in ``state``."""
@@ -495,6 +501,13 @@ class _Grading:
             _failing(rerun), tuple(dict.fromkeys(flaky)))
 
 
+def _sandbox_line(sandbox: Mapping[str, Any]) -> str:
+    """What sealed the runs off, in one line."""
+    from spec_verify._sandbox import Protections
+
+    return Protections.from_json(dict(sandbox)).summary()
+
+
 def _first_each(failures: Sequence[RunFailure]) -> tuple[RunFailure, ...]:
     """Failures with duplicates (the same test failing in several runs) left out."""
     seen: dict[tuple[str, str], RunFailure] = {}
@@ -518,6 +531,7 @@ def grade(
     clean_reruns: int | None = None,
     progress: Callable[[str], None] | None = None,
     order_seed: int | None = None,
+    allow_unsealed: bool = False,
 ) -> GradeResult:
     """Grade the pytest suite at ``path`` (a folder or one test file) by the mutants it kills.
 
@@ -543,6 +557,8 @@ def grade(
         order_seed: None (the default) shuffles the runs unpredictably, from the system's
             entropy; an integer makes the order reproducible, for the grader's own tests only
             (a suite that knew the order could cheat).
+        allow_unsealed: grade even where the runs cannot be sealed off (no PID or mount
+            namespace): the result's ``sandbox`` says what did not hold.
 
     Returns:
         The ``GradeResult``; the suite's failures are results, never exceptions.
@@ -569,14 +585,28 @@ def grade(
     canary = canary_sources(sources)
 
     with RunPool(suite, select) as pool:
+        sandbox = dict(pool.sandbox)
+        if not sandbox.get("sealed") and not allow_unsealed:
+            raise InvalidArgument(
+                "allow_unsealed", False,
+                "the suite's runs cannot be sealed off here, so a suite could read the graded "
+                f"sampler or the grader ({_sandbox_line(sandbox)})",
+                "grade where the kernel allows PID and mount namespaces (as root, or with "
+                "unprivileged user namespaces), or pass --allow-unsealed to grade anyway")
+        say(_sandbox_line(sandbox))
         pool.precompile([sources, canary, *mutated])  # before any run: every run alike
         shuffler = random.SystemRandom() if order_seed is None else random.Random(order_seed)
         grading = _Grading(pool, jobs, say, shuffler)
         try:
-            grading.clean_runs(sources, repeats, clean_timeout, timeout_factor, min_timeout)
-            outcomes = grading.controls_and_mutants(sources, canary, chosen, mutated, decoys)
-            results = grading.confirm(sources, chosen, mutated, outcomes, confirmations,
-                                      clean_reruns)
+            try:
+                grading.clean_runs(sources, repeats, clean_timeout, timeout_factor,
+                                   min_timeout)
+                outcomes = grading.controls_and_mutants(sources, canary, chosen, mutated,
+                                                        decoys)
+                results = grading.confirm(sources, chosen, mutated, outcomes, confirmations,
+                                          clean_reruns)
+            except HarmfulRun as harmful:
+                raise _Refused(Refusal.HARMFUL, f"grade 0: {harmful}") from None
         except _Refused as refused:
             return GradeResult(
                 grade=0.0, detected=0, total=len(chosen), graded=False, reason=refused.reason,
@@ -585,7 +615,8 @@ def grade(
                 clean_tests=max((o.passed for o in grading.clean), default=0),
                 clean_failures=refused.failures, flaky_tests=refused.flaky,
                 time_limit=grading.limit, notes=tuple(grading.notes),
-                seconds=time.monotonic() - started, refusal=refused.refusal)
+                seconds=time.monotonic() - started, refusal=refused.refusal,
+                sandbox=sandbox)
     detected = sum(1 for r in results if r.state.detected)
     total = len(results)
     return GradeResult(
@@ -593,7 +624,7 @@ def grade(
         reason=f"{detected} of {total} mutants detected", mutants=tuple(results),
         suite=str(suite), clean_seconds=tuple(o.seconds for o in grading.clean),
         clean_tests=max(o.passed for o in grading.clean), time_limit=grading.limit,
-        notes=tuple(grading.notes), seconds=time.monotonic() - started,
+        notes=tuple(grading.notes), seconds=time.monotonic() - started, sandbox=sandbox,
     )
 
 

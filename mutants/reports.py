@@ -176,6 +176,8 @@ def mutation_testing_report(result: GradeResult,
             "detected": result.detected, "total": result.total, "reason": result.reason,
             "scoreDefinition": result.score_definition, "timeLimitSeconds": result.time_limit,
         },
+        # which protections sealed every run off (spec_verify/_sandbox.py); None: not known
+        "sandbox": None if result.sandbox is None else dict(result.sandbox),
     }
     return report
 

@@ -42,6 +42,7 @@ __all__ = [
     "NOBODY",
     "Protections",
     "drop_privileges",
+    "enter_sandbox",
     "harness_paths",
     "make_reachable",
     "mount_fresh_proc",
@@ -343,3 +344,129 @@ def drop_privileges(uid: int | None) -> tuple[int, bool, bool, list[str]]:
     caps = _status_capabilities()
     dropped = all(caps.get(k, 1) == 0 for k in ("CapEff", "CapPrm", "CapBnd", "CapAmb"))
     return os.geteuid(), dropped, caps.get("NoNewPrivs") == 1, failed
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _write_id_maps(uid: int, gid: int) -> None:
+    """A new user namespace's maps: this process's uid and gid as 0 inside."""
+    with open("/proc/self/setgroups", "w") as handle:
+        handle.write("deny")
+    with open("/proc/self/uid_map", "w") as handle:
+        handle.write(f"0 {uid} 1")
+    with open("/proc/self/gid_map", "w") as handle:
+        handle.write(f"0 {gid} 1")
+
+
+def _mirror(child: int, status_read: int) -> None:
+    """End this process as the namespace's untrusted process ended (its pid 1 says how)."""
+    while True:
+        try:
+            os.waitpid(child, 0)
+            break
+        except ChildProcessError:
+            break
+        except InterruptedError:
+            continue
+    data = b""
+    with contextlib.suppress(OSError):
+        data = os.read(status_read, 64)
+    text = data.decode("ascii", "replace")
+    if text[:1] == "S" and text[1:].isdigit():
+        signum = int(text[1:])
+        with contextlib.suppress(OSError, ValueError):
+            import signal
+
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+        os._exit(128 + signum)
+    os._exit(int(text[1:]) if text[:1] == "E" and text[1:].isdigit() else 70)
+
+
+def enter_sandbox(readonly: Sequence[str], writable: Sequence[str], needed: Sequence[str],
+                  drop_to: int | None, chown: Sequence[str] = ()) -> Protections:
+    """Seal the calling process off; call it in a freshly forked, single-threaded process.
+
+    The caller unshares a PID and a mount namespace (and a user namespace where it is not
+    root), forks the namespace's pid 1, which mounts the namespace's own ``/proc``, makes
+    ``needed`` reachable by ``drop_to``, binds ``writable`` and then ``readonly``, gives the
+    ``chown`` folders to ``drop_to`` and forks the process that returns from here, after
+    dropping its privileges. The caller waits and ends as that process ends (its exit status or
+    its signal); pid 1 reaps orphans and, when the process ends, ends too, which kills
+    everything left in the namespace; both die with their parent. Where the kernel refuses the
+    namespaces, the caller itself returns, unsealed, and the value says why."""
+    uid, gid = os.getuid(), os.getgid()
+    user = os.geteuid() != 0
+    try:
+        unshare(CLONE_NEWPID | CLONE_NEWNS | (CLONE_NEWUSER if user else 0))
+        if user:
+            _write_id_maps(uid, gid)
+    except OSError as exc:
+        return Protections(why_not=(f"no namespaces ({exc.strerror or exc})",))
+    status_read, status_write = os.pipe()
+    first = os.fork()
+    if first:
+        os.close(status_write)
+        _mirror(first, status_read)
+    libc = _libc()
+    libc.prctl(_PR_SET_PDEATHSIG, 9, 0, 0, 0)
+    os.close(status_read)
+    why: list[str] = []
+    fresh = mounted = False
+    done: list[str] = []
+    try:
+        _mount(None, "/", None, _MS_REC | _MS_PRIVATE)
+        mounted = True
+        mount_fresh_proc()
+        fresh = True
+        if drop_to is not None:
+            why += make_reachable(needed, drop_to)[1]
+        done, failed = seal_mounts(readonly, writable)
+        why += failed
+    except OSError as exc:
+        why.append(f"mounts ({exc})")
+    if drop_to is not None and not user:
+        for folder in chown:
+            for here, dirs, files in os.walk(folder):
+                for name in [here, *(os.path.join(here, n) for n in dirs + files)]:
+                    with contextlib.suppress(OSError):
+                        os.chown(name, drop_to, drop_to, follow_symlinks=False)
+        blocked = readable_by(needed, drop_to)
+        if blocked is not None:
+            why.append(f"uid 0 kept: {blocked!r} is not readable by uid {drop_to}")
+            drop_to = None
+    second = os.fork()
+    if second:
+        _pid1_reap(second, status_write)
+    os.close(status_write)
+    libc.prctl(_PR_SET_PDEATHSIG, 9, 0, 0, 0)
+    now, dropped, no_new, failed = drop_privileges(drop_to)
+    return Protections(pid_namespace=os.getpid() == 2, mount_namespace=mounted,
+                       fresh_proc=fresh and int(os.readlink("/proc/self")) == os.getpid(),
+                       readonly=tuple(done), uid=now if not user else uid,
+                       capabilities_dropped=dropped, no_new_privs=no_new,
+                       why_not=tuple(why + failed))
+
+
+def _pid1_reap(child: int, status_write: int) -> None:
+    """Pid 1 of the namespace: reap until ``child`` ends, say how on the pipe, and exit (the
+    kernel then kills whatever is left in the namespace)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    status = 0
+    while True:
+        try:
+            pid, status = os.waitpid(-1, 0)
+        except ChildProcessError:
+            break
+        except InterruptedError:
+            continue
+        if pid == child:
+            break
+    report = (f"S{os.WTERMSIG(status)}" if os.WIFSIGNALED(status)
+              else f"E{os.waitstatus_to_exitcode(status)}")
+    with contextlib.suppress(OSError):
+        os.write(status_write, report.encode("ascii"))
+    os._exit(0)

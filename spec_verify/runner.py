@@ -148,7 +148,7 @@ class CheckReport:
     allow_not_provable: bool = False
     profile: Profile = Profile.CONFORMANCE
     capabilities: tuple[str, ...] = ()
-    # which protections held around the implementation's code (``adapters._sandbox``), None
+    # which protections held around the implementation's code (``spec_verify._sandbox``), None
     # when it ran in this process
     sandbox: dict[str, Any] | None = None
 

@@ -44,7 +44,7 @@ def _seal(plan: dict[str, Any]) -> dict[str, Any]:
     """As pid 1, root of the namespaces: the folders the worker needs made reachable by the
     uid it drops to, then the read-only binds (``unshare --mount-proc`` made the mounts private
     and mounted this namespace's /proc). What held, and the uid, for the worker."""
-    from spec_verify.adapters._sandbox import make_reachable, readable_by, seal_mounts
+    from spec_verify._sandbox import make_reachable, readable_by, seal_mounts
 
     held: dict[str, Any] = {"pid_namespace": os.getpid() == 1, "readonly": [], "uid": None,
                             "why_not": [str(w) for w in plan.get("why_not", [])]}
@@ -72,7 +72,7 @@ def _seal(plan: dict[str, Any]) -> dict[str, Any]:
 def _drop(plan: dict[str, Any], held: dict[str, Any], status_fd: int) -> None:
     """In the worker, before the implementation loads: drop privileges, check /proc, and
     write what held as the status pipe's first line (``P{json}``)."""
-    from spec_verify.adapters._sandbox import Protections, drop_privileges
+    from spec_verify._sandbox import Protections, drop_privileges
 
     now, dropped, no_new, failed = drop_privileges(held["uid"])
     fresh = False

@@ -38,8 +38,8 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from spec_verify._sandbox import NOBODY, Protections, harness_paths
 from spec_verify.adapters._pid1 import parse_status
-from spec_verify.adapters._sandbox import NOBODY, Protections, harness_paths
 from spec_verify.adapters._wire import (
     PeerClosed,
     WireError,

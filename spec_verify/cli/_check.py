@@ -269,7 +269,7 @@ def _run(args: argparse.Namespace) -> int:
     except ReportPathError as exc:
         _say(f"spec-verify check: cannot write the report: {exc}", sys.stderr)
         return ExitCode.USAGE_ERROR
-    # the report folders are read-only in every worker's mount namespace (adapters/_sandbox)
+    # the report folders are read-only in every worker's mount namespace (spec_verify/_sandbox)
     folders = [str(p.parent) for p in (files.json, files.junit) if p is not None]
     if args.plots:
         folders.append(os.path.abspath(args.plots))
@@ -322,7 +322,7 @@ def _run(args: argparse.Namespace) -> int:
     out = text_stream(args)  # stderr when the JSON report takes stdout
     _say(reports.format_summary(report), out)
     if report.sandbox is not None and not report.sandbox.get("sealed"):
-        from spec_verify.adapters._sandbox import Protections
+        from spec_verify._sandbox import Protections
 
         _say(f"warning: the implementation was not sealed off: "
              f"{Protections.from_json(report.sandbox).summary()}", sys.stderr)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -72,14 +74,19 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                         help="clean runs shuffled with the confirmations, each must pass "
                         "(default: the fewest that keep a suite failing at random below 1 win "
                         "in 100, 13 with the other defaults: docs/grading.md)")
+    parser.add_argument("--allow-unsealed", action="store_true",
+                        help="grade even where the kernel refuses the namespaces that seal "
+                        "each run off (a suite could then read the graded sampler; the "
+                        "reports say what did not hold)")
     parser.add_argument("--short", action="store_true",
                         help="abbreviate failure messages in the table (reports stay full)")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
     parser.set_defaults(func=run)
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:  # noqa: PLR0911 (one return per exit code)
     """Grade, print the table, write the requested reports; 0 when graded and high enough."""
+    from spec_verify.adapters._process import REPORT_FOLDERS
     from spec_verify.errors import InvalidArgument
     from spec_verify.mutants.grader import grade
     from spec_verify.mutants.reports import terminal_report
@@ -96,22 +103,48 @@ def run(args: argparse.Namespace) -> int:
     if problem is not None:  # before the suite runs (minutes), not after
         print(f"spec-verify grade: error: {problem}", file=sys.stderr)
         return ExitCode.USAGE_ERROR
+    # The report folders are read-only inside every sealed run (spec_verify/_sandbox.py).
+    folders = [str(Path(t).expanduser().absolute().parent)
+               for t in (args.json, args.gradescope, args.junit) if t and t != STDOUT]
+    previous_folders = os.environ.get(REPORT_FOLDERS)
+    os.environ[REPORT_FOLDERS] = json.dumps(folders)
+    # SIGTERM ends the grading as Ctrl-C does: the runs killed, the temporary folder removed
+    previous_term = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         result = grade(
             args.path, jobs=args.jobs, mutants=mutants, timeout_factor=args.timeout_factor,
             min_timeout=args.min_timeout, clean_timeout=args.clean_timeout, decoys=args.decoys,
             repeats=args.repeats, confirmations=args.confirmations,
             clean_reruns=args.clean_reruns, progress=progress,
+            allow_unsealed=args.allow_unsealed,
         )
     except InvalidArgument as error:
         print(f"spec-verify grade: error: {error}", file=sys.stderr)
         return ExitCode.USAGE_ERROR
+    except _Terminated:
+        print("spec-verify grade: interrupted by SIGTERM; no report was written",
+              file=sys.stderr)
+        return ExitCode.INTERRUPTED
+    finally:
+        signal.signal(signal.SIGTERM, previous_term)
+        if previous_folders is None:
+            os.environ.pop(REPORT_FOLDERS, None)
+        else:
+            os.environ[REPORT_FOLDERS] = previous_folders
     print(terminal_report(result, full=not args.short), end="", file=text_stream(args))
     if not _write_reports(args, result):
         return ExitCode.USAGE_ERROR
     if not result.graded or 100 * result.grade < args.fail_under:
         return ExitCode.FAILED
     return ExitCode.PASSED
+
+
+class _Terminated(BaseException):
+    """SIGTERM, raised in the main thread so the grading unwinds (its pool closes)."""
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    raise _Terminated
 
 
 def _usage_problem(args: argparse.Namespace) -> str | None:

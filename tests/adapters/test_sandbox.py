@@ -1,4 +1,4 @@
-"""The check worker's sandbox (``adapters/_sandbox.py``, ``_pid1.py``): a hostile
+"""The check worker's sandbox (``spec_verify/_sandbox.py``, ``_pid1.py``): a hostile
 implementation reaches nothing of the harness, and the report says which protections held.
 
 ``tests/impls/hostile/probe.py`` makes each attack stop at the proof that it landed and undo
@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from spec_verify._sandbox import Protections
 from spec_verify.adapters._process import _namespace_prefix
-from spec_verify.adapters._sandbox import Protections
 from spec_verify.cli import main
 from spec_verify.results import ExitCode
 
