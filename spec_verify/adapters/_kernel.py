@@ -10,7 +10,8 @@ with -1). A ``python:`` module that offers such a kernel instead of the contract
 
 and ``KernelImplementation`` is then its ``Implementation``: each ``verify_draft`` is one
 request in a batch of one, and ``verify_many`` (the statistical tier's rounds) sends four
-rounds per call between filler requests of other draft lengths. The harness applies the
+rounds per call between filler requests of other draft lengths and a greedy one, in slots
+permuted on every call. The harness applies the
 contract's processors to the target logits (``sampling_distribution``, with the kept drafts
 in the penalties' history, as the reference does), gives a deterministic draft (and every
 draft at temperature 0, where the contract ignores draft probabilities) one-hot rows,
@@ -63,6 +64,17 @@ def _filler(V: int, m: int) -> _Request:
     return _Request([0] * m, flat, flat, 0, V, filler=True)
 
 
+def _greedy_filler(V: int, m: int) -> _Request:
+    """A greedy request in the batch: one-hot target rows (the argmax, token 0) and one-hot
+    draft rows on token 1 (each rejected: the kernel must emit the argmax), as an engine
+    hands a temperature-0 request to the same kernel as the sampled ones."""
+    rows = np.zeros((m, V))
+    rows[:, 0] = 1.0
+    q = np.zeros((m, V))
+    q[:, 1 % V] = 1.0
+    return _Request([1 % V] * m, q, rows, 0, V, filler=True)
+
+
 class KernelImplementation(Implementation):
     """A batched rejection kernel of a loaded module (``host``: a worker or in-process
     implementation whose ``module`` holds the kernel) as the contract's ``verify_draft``."""
@@ -74,6 +86,7 @@ class KernelImplementation(Implementation):
         self.timeout = host.timeout
         overrides = check_capabilities(declared or {}, f"{host.name}: SPEC_VERIFY_CAPABILITIES")
         self.capabilities = apply_capabilities(frozenset({"verify_draft", "greedy"}), overrides)
+        self._calls = 0  # batched calls made: with the seed, each call's slot permutation
 
     def verify_draft(
         self,
@@ -93,9 +106,10 @@ class KernelImplementation(Implementation):
         self, rounds: Sequence[VerifyRound], p: Any, rng: Any
     ) -> list[tuple[list[int], int]]:
         """Rounds ``_GROUP`` at a time, each kernel call a batch of several requests: the
-        rounds under test between filler requests of other draft lengths (none, and three
-        drafts), as an engine batches them, so that a kernel reading another request's rows,
-        bonus or offsets moves the law the statistical tier tests."""
+        rounds under test between filler requests of other draft lengths (none, three
+        drafts, and a greedy request of two), in slots permuted on every call, as an engine
+        batches them, so that a kernel reading another request's rows, bonus or offsets, or
+        a slot's rows from its previous occupant, moves the law the statistical tier tests."""
         out: list[tuple[list[int], int]] = []
         for first in range(0, len(rounds), _GROUP):
             group = [self._request(logits, ids, probs, p, history, rng, prompt)
@@ -152,7 +166,15 @@ class KernelImplementation(Implementation):
         V = widths.pop()
         batch = list(requests)
         if len(requests) > 1:
-            batch = [_filler(V, 0), *requests[:2], _filler(V, 3), *requests[2:]]
+            batch = [_filler(V, 0), *requests[:2], _filler(V, 3), *requests[2:],
+                     _greedy_filler(V, 2)]  # fmt: skip
+            # Engines reorder their persistent batch between steps: the slots are permuted
+            # on every call (from the kernel's seed, so no uniform of the source is spent),
+            # and a kernel that keeps per-slot rows from a slot's previous occupant (vLLM PR
+            # #41044) verifies a round with another request's rows.
+            self._calls += 1
+            order = np.random.default_rng([seed, self._calls]).permutation(len(batch))
+            batch = [batch[int(i)] for i in order]
         ids = np.array([t for r in batch for t in r.ids], dtype=np.int64)
         lengths = np.array([len(r.ids) for r in batch], dtype=np.int64)
         q = np.concatenate([r.q for r in batch]).reshape(-1, V)
@@ -163,8 +185,17 @@ class KernelImplementation(Implementation):
             "verify_draft", self.timeout, kernel, ids, lengths, q, rows, bonus, seed
         )
         matrix = self._matrix(out, len(batch), int(lengths.max()) + 1)
-        return [self._read(matrix[i, : len(r.ids) + 1], len(r.ids), V)
-                for i, r in enumerate(batch) if not r.filler]
+        out = [(self._read(matrix[i, : len(r.ids) + 1], len(r.ids), V), r)
+               for i, r in enumerate(batch)]
+        for (emitted, _), r in out:
+            if r.filler and len(r.ids) and r.rows[0, 0] == 1.0 and emitted[0] != 0:
+                raise ImplementationError(
+                    self.name, self.kernel,
+                    f"emitted {emitted} for a greedy request whose target is one-hot on "
+                    "token 0: a kernel must emit the argmax of a one-hot row",
+                )  # fmt: skip
+        by_request = {id(r): result for result, r in out}
+        return [by_request[id(r)] for r in requests]
 
     def _matrix(self, out: Any, batch: int, width: int) -> NDArray[Any]:
         try:

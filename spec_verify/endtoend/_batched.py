@@ -22,6 +22,15 @@ sequences: a bonus taken from another row, a uniform reused across positions or 
 the wrong offset move it even where the first token's law is right), and that law must not
 depend on the context (a two-sample test of alone against batched): Holm across all of them at
 ``family_alpha``.
+
+Engines keep a persistent batch and reorder it between steps (finished requests condensed
+away, decodes sorted before prefills), and per-slot buffers that are not moved with their
+request misalign rows (vLLM PR #41044 and #45956: draft probabilities read from the slot's
+previous occupant). The last context runs the request under test among five persistent
+neighbours (draft lengths 0 to 4, two of them greedy rows: one-hot target and draft rows),
+each with its own fixed rows, in slots permuted at random on every call; so a kernel that
+carries anything from a slot's previous occupant verifies the request with another
+request's rows, which moves its law, while a kernel that reorders honestly passes.
 """
 
 from __future__ import annotations
@@ -55,7 +64,15 @@ Kernel = Callable[..., Any]
 _V = 3
 _K = 2  # drafts of the request under test
 _LENGTH = _K + 1  # tokens compared: everything a round can emit
-_CONTEXTS = ("alone", "first of 4", "last of 4, padded", "middle of 8, mixed lengths")
+_REORDERED = "reordered slots, greedy and sampled neighbours"
+_CONTEXTS = (
+    "alone", "first of 4", "last of 4, padded", "middle of 8, mixed lengths", _REORDERED,
+)
+# The reordered context's persistent neighbours: draft lengths (0 is a padded request) and
+# which of them are greedy rows (one-hot target and draft rows, as an engine hands a
+# temperature-0 request to the same kernel).
+_NEIGHBOUR_LENGTHS = (0, 1, 3, 4, 2)
+_NEIGHBOUR_GREEDY = (False, True, False, True, False)
 
 
 def _tables() -> tuple[dict[tuple[int, ...], list[float]], dict[tuple[int, ...], list[float]]]:
@@ -198,7 +215,12 @@ def _draw(
     request under test once per batch, so "alone" is a batch of one): everything it emitted,
     continued with the target's draws (``rows``) to ``_LENGTH`` tokens, as a sequence index."""
     out: list[int] = []
+    neighbours = _neighbours(rng) if context == _REORDERED else []
     while len(out) < n:
+        if neighbours:
+            batch = _reordered_batch(neighbours, rng)
+            out.extend(_call(kernel, batch, context, rng, convert, backend, rows))
+            continue
         lengths: list[int] = []
         drafts: list[int] = []
         q_rows: list[list[float]] = []
@@ -230,40 +252,127 @@ def _draw(
                 q_rows.append(q)
                 p_rows.append(p)
             bonus.append(int(rng.choice(_V, p=np.array(p) / sum(p))))
-        call_seed = int(rng.integers(0, 2**63))
-        flat = [v for row in q_rows for v in row]
-        target = [v for row in p_rows for v in row]
-        args = (
-            _ids(drafts, backend),
-            list(lengths),
-            _rows(convert(flat), len(q_rows), _V),
-            _rows(convert(target), len(p_rows), _V),
-            _ids(bonus, backend),
-            call_seed,
-        )
-        try:
-            result = kernel(*args)
-        except Exception as error:  # the kernel under test may raise anything
-            raise _KernelFailure(
-                f"raised {type(error).__name__}: {error} (batch of {len(lengths)} "
-                f"requests in context {context!r}, seed {call_seed})"
-            ) from error
-        matrix = np.asarray(result.tolist() if hasattr(result, "tolist") else result)
-        expected = (len(lengths), max(lengths) + 1)
-        if matrix.shape != expected or matrix.dtype.kind not in "iu":
-            raise _KernelFailure(
-                f"returned shape {matrix.shape} of {matrix.dtype}, not integer ids of shape "
-                f"{expected} (batch, max_k + 1) in context {context!r}"
-            )
-        for row in under_test:
-            emitted = _emitted(matrix[row, : _K + 1], context, call_seed)
-            tail = rng.random(_LENGTH)
-            while len(emitted) < _LENGTH:
-                cdf = np.cumsum(rows[emitted])
-                token = int(np.searchsorted(cdf, tail[len(emitted)] * cdf[-1], side="right"))
-                emitted = (*emitted, min(token, _V - 1))
-            out.append(_sequence_index(emitted, _V))
+        out.extend(_call(kernel, _Batch(lengths, drafts, q_rows, p_rows, bonus, under_test),
+                         context, rng, convert, backend, rows))
     return out[:n]
+
+
+@dataclass(frozen=True)
+class _Batch:
+    """One kernel call's inputs (flattened rows in slot order) and the slots under test."""
+
+    lengths: list[int]
+    drafts: list[int]
+    q_rows: list[list[float]]
+    p_rows: list[list[float]]
+    bonus: list[int]
+    under_test: list[int]
+
+
+@dataclass(frozen=True)
+class _Neighbour:
+    """A persistent request of the reordered context: its own target and draft rows per
+    position, fixed for the whole check (greedy: one-hot rows)."""
+
+    p_rows: list[list[float]]  # k + 1 rows: one per drafted position, then the bonus row
+    q_rows: list[list[float]]  # k rows (sampled); greedy rows are one-hot on the draft
+    greedy: bool
+
+
+def _neighbours(rng: np.random.Generator) -> list[_Neighbour]:
+    out = []
+    for k, greedy in zip(_NEIGHBOUR_LENGTHS, _NEIGHBOUR_GREEDY, strict=True):
+        p_rows = [list(rng.dirichlet(np.ones(_V))) for _ in range(k + 1)]
+        if greedy:
+            p_rows = [list(np.eye(_V)[int(np.argmax(row))]) for row in p_rows]
+        q_rows = [list(rng.dirichlet(np.ones(_V))) for _ in range(k)]
+        out.append(_Neighbour(p_rows, q_rows, greedy))
+    return out
+
+
+def _reordered_batch(neighbours: list[_Neighbour], rng: np.random.Generator) -> _Batch:
+    """The request under test and its neighbours in slots permuted at random."""
+    batch = _Batch([], [], [], [], [], [])
+    order = rng.permutation(len(neighbours) + 1)
+    for who in (int(i) for i in order):
+        if who == len(neighbours):
+            batch.under_test.append(len(batch.lengths))
+            path: tuple[int, ...] = ()
+            for _ in range(_K):
+                q = _DRAFT[path]
+                x = int(rng.choice(_V, p=np.array(q) / sum(q)))
+                batch.drafts.append(x)
+                batch.q_rows.append(q)
+                batch.p_rows.append(_TARGET[path])
+                path = (*path, x)
+            batch.lengths.append(_K)
+            p_next = _TARGET[path]
+            batch.bonus.append(int(rng.choice(_V, p=np.array(p_next) / sum(p_next))))
+            continue
+        neighbour = neighbours[who]
+        k = len(neighbour.q_rows)
+        batch.lengths.append(k)
+        for i in range(k):
+            if neighbour.greedy:  # the argmax half the time, else any token: one-hot q
+                best = int(np.argmax(neighbour.p_rows[i]))
+                x = best if rng.random() < 0.5 else int(rng.integers(_V))
+                batch.q_rows.append(list(np.eye(_V)[x]))
+            else:
+                q = neighbour.q_rows[i]
+                x = int(rng.choice(_V, p=np.array(q) / sum(q)))
+                batch.q_rows.append(q)
+            batch.drafts.append(x)
+            batch.p_rows.append(neighbour.p_rows[i])
+        last = np.array(neighbour.p_rows[k])
+        batch.bonus.append(int(rng.choice(_V, p=last / last.sum())))
+    return batch
+
+
+def _call(
+    kernel: Kernel,
+    batch: _Batch,
+    context: str,
+    rng: np.random.Generator,
+    convert: Callable[[list[float]], Any],
+    backend: str,
+    rows: dict[tuple[int, ...], list[float]],
+) -> list[int]:
+    """One kernel call: the outcomes of the slots under test as sequence indices."""
+    call_seed = int(rng.integers(0, 2**63))
+    flat = [v for row in batch.q_rows for v in row]
+    target = [v for row in batch.p_rows for v in row]
+    args = (
+        _ids(batch.drafts, backend),
+        list(batch.lengths),
+        _rows(convert(flat), len(batch.q_rows), _V),
+        _rows(convert(target), len(batch.p_rows), _V),
+        _ids(batch.bonus, backend),
+        call_seed,
+    )
+    try:
+        result = kernel(*args)
+    except Exception as error:  # the kernel under test may raise anything
+        raise _KernelFailure(
+            f"raised {type(error).__name__}: {error} (batch of {len(batch.lengths)} "
+            f"requests in context {context!r}, seed {call_seed})"
+        ) from error
+    matrix = np.asarray(result.tolist() if hasattr(result, "tolist") else result)
+    expected = (len(batch.lengths), max(batch.lengths) + 1)
+    if matrix.shape != expected or matrix.dtype.kind not in "iu":
+        raise _KernelFailure(
+            f"returned shape {matrix.shape} of {matrix.dtype}, not integer ids of shape "
+            f"{expected} (batch, max_k + 1) in context {context!r}"
+        )
+    out: list[int] = []
+    for row in batch.under_test:
+        emitted = _emitted(matrix[row, : _K + 1], context, call_seed)
+        tail = rng.random(_LENGTH)
+        while len(emitted) < _LENGTH:
+            cdf = np.cumsum(rows[emitted])
+            token = int(np.searchsorted(cdf, tail[len(emitted)] * cdf[-1], side="right"))
+            emitted = (*emitted, min(token, _V - 1))
+        out.append(_sequence_index(emitted, _V))
+    return out
 
 
 def _emitted(row: Any, context: str, seed: int) -> tuple[int, ...]:

@@ -37,6 +37,10 @@ def test_a_declared_kernel_is_an_implementation_of_its_law_only() -> None:
     [
         ("python:tests.impls.kernel_honest", True),
         ("python:tests.impls.kernel_resamples_from_p", False),
+        # vLLM PR #41044: draft rows carried over from a slot's previous occupant (36 s:
+        # slow; the fast test below checks the permuted layouts and check_batched's catches it)
+        pytest.param("python:tests.impls.kernel_stale_slot_q", False, marks=pytest.mark.slow),
+        pytest.param("python:tests.impls.kernel_reorders", True, marks=pytest.mark.slow),
     ],
 )
 def test_the_lossless_gate_tells_an_honest_kernel_from_a_biased_one(
@@ -82,3 +86,32 @@ def test_a_bonus_from_another_request_fails_the_lossless_gate_in_a_batch() -> No
     failed = {r.name for r in report.results if r.status is Status.FAILED}
     assert not report.passed and failed & {"sequence.law_k2", "sequence.law_k4"}, failed
     assert not any(name.startswith("first_token.") for name in failed), failed
+
+
+def test_the_gate_permutes_slots_between_calls_with_a_greedy_request(tmp_path, monkeypatch) -> None:
+    """verify_many's batches: the rounds under test among a padded, a three-draft and a greedy
+    filler, in slots permuted on every call; the answers go back to the right rounds."""
+    (tmp_path / "recording_kernel.py").write_text(
+        "import numpy as np\n"
+        "from tests.impls.kernel_honest import rejection_sample as honest\n"
+        "SPEC_VERIFY_KERNEL = 'k'\n"
+        "LAYOUTS = []\n"
+        "def k(ids, lengths, q, p, bonus, seed):\n"
+        "    LAYOUTS.append([int(n) for n in lengths])\n"
+        "    out = honest(ids, lengths, q, p, bonus, seed)\n"
+        "    return out\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    impl = load_implementation("python:recording_kernel", in_process=True)
+    try:
+        greedy = SamplingParams(temperature=0.0)
+        rows = np.log(np.array([[0.6, 0.3, 0.1], [0.1, 0.1, 0.8]]))
+        rounds = [(rows, [t % 3], None, [], []) for t in range(40)]
+        out = impl.verify_many(rounds, greedy, None)
+        expected = [verify_draft(rows, [t % 3], None, greedy, [], None) for t in range(40)]
+        assert out == expected
+        layouts = impl.host.module.LAYOUTS
+        assert len(layouts) == 10 and all(sorted(x) == [0, 1, 1, 1, 1, 2, 3] for x in layouts)
+        assert len({tuple(x) for x in layouts}) > 3  # the slots move between calls
+    finally:
+        impl.close()

@@ -1,6 +1,7 @@
 """check_batched: a vLLM-style batched rejection sampler, its law and batch invariance.
 
-Declared: family alpha 1e-3 over 7 tests (Holm), power 0.99 at TV 0.2 per test.
+Declared: family alpha 1e-3 over 9 tests (5 contexts' laws, 4 two-sample tests of alone
+against each batched context; Holm), power 0.99 at TV 0.2 per test.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from spec_verify.endtoend import check_batched
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
 import batched_kernel
+
+from tests.impls import kernel_reorders, kernel_stale_slot_q
 
 
 def test_the_correct_kernel_passes_and_the_offset_bug_is_caught() -> None:
@@ -111,3 +114,46 @@ def test_a_bias_after_the_first_token_is_caught_by_the_joint_law(kernel, caught_
     result = check_batched(kernel, delta=delta)
     assert not result.passed, result.message
     assert not result.laws[caught_in].passed, result.laws[caught_in].message
+
+
+REORDERED = "reordered slots, greedy and sampled neighbours"
+
+
+def test_q_rows_from_a_slots_previous_occupant_are_caught_only_when_slots_move() -> None:
+    """vLLM PR #41044 / #45956: per-slot draft rows not moved with their request. With the
+    request under test in a fixed slot (the first four contexts) it passes; among persistent
+    neighbours in permuted slots its law and its invariance fail."""
+    kernel_stale_slot_q._BUFFER.clear()
+    result = check_batched(kernel_stale_slot_q.rejection_sample, delta=0.2)
+    assert not result.passed, result.message
+    fixed = [c for c in result.laws if c != REORDERED]
+    assert all(result.laws[c].passed for c in fixed), result.message
+    assert all(r.passed for c, r in result.invariance.items() if c != REORDERED)
+    assert not result.laws[REORDERED].passed and not result.invariance[REORDERED].passed
+    assert REORDERED in result.message
+
+
+def test_a_kernel_that_reorders_its_batch_honestly_passes() -> None:
+    result = check_batched(kernel_reorders.rejection_sample, delta=0.2)
+    assert result.passed, result.message
+    assert len(result.laws) == 5 and REORDERED in result.laws
+
+
+def test_the_reordered_context_moves_slots_and_mixes_greedy_rows() -> None:
+    """What the reordered context hands the kernel: six requests with draft lengths 0 to 4
+    (padding included), the request under test in different slots, one-hot (greedy) rows."""
+    seen: list[tuple[list[int], list[int]]] = []
+
+    def recording(ids, lengths, q, p, bonus, seed):  # type: ignore[no-untyped-def]
+        q = np.asarray(q)
+        starts = np.cumsum([0, *lengths[:-1]])
+        greedy = [i for i, (s, k) in enumerate(zip(starts, lengths, strict=True))
+                  if k and np.all(q[s:s + k].max(axis=1) == 1.0)]  # fmt: skip
+        seen.append((list(lengths), greedy))
+        return batched_kernel.rejection_sample(ids, lengths, q, p, bonus, seed)
+
+    check_batched(recording, delta=0.5)
+    reordered = [layout for layout in seen if len(layout[0]) == 6]
+    assert reordered and all(sorted(lengths) == [0, 1, 2, 2, 3, 4] for lengths, _ in reordered)
+    assert len({tuple(lengths) for lengths, _ in reordered}) > 20  # the slots move
+    assert all(len(greedy) == 2 for _, greedy in reordered)
