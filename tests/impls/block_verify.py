@@ -1,11 +1,10 @@
-"""Block verification (tests/impls/_block.py), correct: lossless, and it accepts more than
-the token rule (its round-length law is not the contract's)."""
+"""Block verification (the reference rule, reference/block.py), correct: lossless, and it
+accepts more than the token rule (its round-length law is not the contract's)."""
 
 from typing import Any
 
 from spec_verify.reference import SamplingParams
-
-from ._block import verify_block
+from spec_verify.reference.block import verify_block
 
 __all__ = ["SamplingParams", "verify_draft"]
 

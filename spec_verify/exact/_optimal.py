@@ -1,0 +1,74 @@
+"""The efficiency oracle for chains: the largest expected accepted length any lossless rule
+can reach with a given draft, by a linear program over couplings (small cases only).
+
+A round sees the drafts ``x ~ Q`` (the draft's law of ``k`` tokens) and emits ``x[:tau]``
+then a token ``y``. Any rule, however randomised, is a joint law ``pi(x, tau, y) >= 0`` with
+``sum_{tau, y} pi(x, tau, y) = Q(x)``; it is lossless iff the emission continued with the
+target's own sampling to ``k + 1`` tokens has the target's law ``P``:
+``sum pi(x, tau, y) P(s[tau+1:] | s[:tau+1]) = P(s)`` over the ``(x, tau, y)`` that emit
+``s[:tau+1]``. Maximising ``E[tau]`` over that polytope bounds every lossless rule; Sun et al.
+(ICLR 2025, Theorem 2) prove block verification reaches it, which ``prove --rule`` shows
+case by case. The program is solved in floats (scipy's HiGHS): its value is an oracle to
+compare against, never a proof.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from itertools import product
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from spec_verify.reference.exact import TableModel
+
+__all__ = ["MAX_LP_VARIABLES", "optimal_accepted"]
+
+MAX_LP_VARIABLES = 4000  # V^k (k + 1) V: V = 4, k = 3 is 1,024; V = 6, k = 3 is 5,184
+
+
+def _prob(model: TableModel, context: tuple[int, ...], seq: tuple[int, ...],
+          start: int = 0) -> Fraction:
+    prob = Fraction(1)
+    for i in range(start, len(seq)):
+        prob *= model(context + seq[:i])[seq[i]]
+        if not prob:
+            break
+    return prob
+
+
+def optimal_accepted(target: TableModel, draft: TableModel, context: tuple[int, ...],
+                     k: int) -> float | None:
+    """The LP's optimum of ``E[tau]`` (None when the program would exceed the bound)."""
+    import numpy as np
+    from scipy.optimize import linprog
+
+    V = len(target(context))
+    if V**k * (k + 1) * V > MAX_LP_VARIABLES:
+        return None
+    drafts = [x for x in product(range(V), repeat=k) if _prob(draft, context, x)]
+    sequences = list(product(range(V), repeat=k + 1))
+    seq_index = {s: j for j, s in enumerate(sequences)}
+    variables = [(x, tau, y) for x in drafts for tau in range(k + 1) for y in range(V)]
+    n = len(variables)
+    a_eq = np.zeros((len(drafts) + len(sequences), n))
+    b_eq = np.zeros(len(drafts) + len(sequences))
+    for i, x in enumerate(drafts):
+        b_eq[i] = float(_prob(draft, context, x))
+    for s in sequences:
+        b_eq[len(drafts) + seq_index[s]] = float(_prob(target, context, s))
+    row_of_draft = {x: i for i, x in enumerate(drafts)}
+    tails: dict[tuple[int, ...], float] = {}
+    for j, (x, tau, y) in enumerate(variables):
+        a_eq[row_of_draft[x], j] = 1.0
+        emitted = (*x[:tau], y)
+        for rest in product(range(V), repeat=k - tau):
+            s = emitted + rest
+            key = (*s, tau)
+            if key not in tails:
+                tails[key] = float(_prob(target, context, s, tau + 1))
+            a_eq[len(drafts) + seq_index[s], j] += tails[key]
+    cost = -np.array([float(tau) for _, tau, _ in variables])
+    solved = linprog(cost, A_eq=a_eq, b_eq=b_eq, bounds=(0, None), method="highs")
+    if not solved.success:  # pragma: no cover - the target's own rule is always feasible
+        raise RuntimeError(f"the coupling program failed: {solved.message}")
+    return float(-solved.fun)
