@@ -256,11 +256,16 @@ def _fork(job: dict[str, Any], private_fds: Sequence[int]) -> int:
     return 0  # unreachable: the child always leaves through os._exit
 
 
+# What every process may write: each run gets empty ones, so no run leaves anything there for
+# a later run to read (a run counter, a clock, a cache); the run's own folder is bound back.
+_FRESH = ("/tmp", "/var/tmp", "/dev/shm")
+
+
 def _plan_for(plan: dict[str, Any], run_dir: str | None) -> dict[str, Any]:
     extra = [run_dir] if run_dir else []
     return {"readonly": plan.get("readonly", []), "writable": extra,
             "needed": [*plan.get("needed", []), *extra],
-            "drop_to": plan.get("drop_to"), "chown": extra}
+            "drop_to": plan.get("drop_to"), "chown": extra, "fresh": _FRESH}
 
 
 def _seal(job: dict[str, Any]) -> bool:

@@ -43,6 +43,7 @@ __all__ = [
     "Protections",
     "drop_privileges",
     "enter_sandbox",
+    "fresh_temporary_folders",
     "harness_paths",
     "make_reachable",
     "mount_fresh_proc",
@@ -245,9 +246,11 @@ def seal_mounts(readonly: Sequence[str], writable: Sequence[str] = ()) -> tuple[
 
 
 def _blocking(path: str, uid: int) -> str | None:
-    """The highest folder above (or at) ``path`` that ``uid`` cannot search, or None."""
+    """The highest folder above ``path`` that ``uid`` cannot search, or None (``path``
+    itself is the caller's: a run's folder is given to ``uid``, an unreadable one is
+    reported by ``readable_by``)."""
     here = Path(path)
-    for folder in [*reversed(here.parents), here]:
+    for folder in reversed(here.parents):
         try:
             st = folder.stat()
         except OSError:
@@ -255,6 +258,29 @@ def _blocking(path: str, uid: int) -> str | None:
         if stat.S_ISDIR(st.st_mode) and st.st_uid != uid and not st.st_mode & stat.S_IXOTH:
             return str(folder)
     return None
+
+
+def fresh_temporary_folders(folders: Sequence[str], keep: Sequence[str]) -> list[str]:
+    """In a private mount namespace, as its root: an empty tmpfs (mode 1777) over each of
+    ``folders`` (``/tmp``, ``/dev/shm``: what every process may write, so what runs could
+    share), with the ``keep`` folders inside them bound back from where they were (a graded
+    run's own folder). Returns what failed."""
+    failed: list[str] = []
+    for folder in _existing(folders):
+        inside = [p for p in _existing(keep) if p.startswith(folder + "/")]
+        fds = {p: os.open(p, os.O_PATH | os.O_DIRECTORY) for p in inside}
+        try:
+            _mount("tmpfs", folder, "tmpfs", _MS_NOSUID | _MS_NODEV)
+            os.chmod(folder, 0o1777)
+            for path, fd in fds.items():
+                os.makedirs(path, mode=0o755, exist_ok=True)
+                _mount(f"/proc/self/fd/{fd}", path, None, _MS_BIND | _MS_REC)
+        except OSError as exc:
+            failed.append(f"no fresh {folder} ({exc})")
+        finally:
+            for fd in fds.values():
+                os.close(fd)
+    return failed
 
 
 def make_reachable(paths: Sequence[str], uid: int = NOBODY) -> tuple[list[str], list[str]]:
@@ -385,13 +411,16 @@ def _mirror(child: int, status_read: int) -> None:
 
 
 def enter_sandbox(readonly: Sequence[str], writable: Sequence[str], needed: Sequence[str],
-                  drop_to: int | None, chown: Sequence[str] = ()) -> Protections:
+                  drop_to: int | None, chown: Sequence[str] = (),
+                  fresh: Sequence[str] = ()) -> Protections:
     """Seal the calling process off; call it in a freshly forked, single-threaded process.
 
     The caller unshares a PID and a mount namespace (and a user namespace where it is not
     root), forks the namespace's pid 1, which mounts the namespace's own ``/proc``, makes
     ``needed`` reachable by ``drop_to``, binds ``writable`` and then ``readonly``, gives the
-    ``chown`` folders to ``drop_to`` and forks the process that returns from here, after
+    ``chown`` folders to ``drop_to``, puts an empty tmpfs over each ``fresh`` folder (``/tmp``:
+    nothing one run writes there is seen by the next) and forks the process that returns from
+    here, after
     dropping its privileges. The caller waits and ends as that process ends (its exit status or
     its signal); pid 1 reaps orphans and, when the process ends, ends too, which kills
     everything left in the namespace; both die with their parent. Where the kernel refuses the
@@ -413,13 +442,14 @@ def enter_sandbox(readonly: Sequence[str], writable: Sequence[str], needed: Sequ
     libc.prctl(_PR_SET_PDEATHSIG, 9, 0, 0, 0)
     os.close(status_read)
     why: list[str] = []
-    fresh = mounted = False
+    fresh_proc = mounted = False
     done: list[str] = []
     try:
         _mount(None, "/", None, _MS_REC | _MS_PRIVATE)
         mounted = True
         mount_fresh_proc()
-        fresh = True
+        fresh_proc = True
+        why += fresh_temporary_folders(fresh, writable)
         if drop_to is not None:
             why += make_reachable(needed, drop_to)[1]
         done, failed = seal_mounts(readonly, writable)
@@ -443,7 +473,7 @@ def enter_sandbox(readonly: Sequence[str], writable: Sequence[str], needed: Sequ
     libc.prctl(_PR_SET_PDEATHSIG, 9, 0, 0, 0)
     now, dropped, no_new, failed = drop_privileges(drop_to)
     return Protections(pid_namespace=os.getpid() == 2, mount_namespace=mounted,
-                       fresh_proc=fresh and int(os.readlink("/proc/self")) == os.getpid(),
+                       fresh_proc=fresh_proc and int(os.readlink("/proc/self")) == os.getpid(),
                        readonly=tuple(done), uid=now if not user else uid,
                        capabilities_dropped=dropped, no_new_privs=no_new,
                        why_not=tuple(why + failed))

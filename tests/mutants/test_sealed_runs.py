@@ -123,3 +123,31 @@ def test_sigterm_removes_the_gradings_folder(tmp_path) -> None:
     assert grading.returncode == ExitCode.INTERRUPTED, err
     assert "SIGTERM" in err
     assert list(scratch.iterdir()) == []
+
+
+def test_no_run_sees_what_an_earlier_run_left_in_tmp() -> None:
+    """Each sealed run gets an empty /tmp and /dev/shm: a suite cannot count its runs there
+    (so the clean repeats coming first tells it nothing). Unsealed, the second repeat fails."""
+    if not _sealed():
+        pytest.skip("the kernel refuses the namespaces here")
+    leftovers = [Path(f, "spec-verify-cheat-count") for f in ("/tmp", "/dev/shm")]
+    try:
+        result = grade(SUITES / "counts_in_tmp", mutants=["s01"], repeats=3, jobs=1)
+        # every clean run passed (its count was 1); it then passes on the canary too
+        assert result.refusal is Refusal.TESTS_NOTHING, (result.reason, result.clean_failures)
+        assert not any(p.exists() for p in leftovers)
+    finally:
+        for path in leftovers:
+            path.unlink(missing_ok=True)
+
+
+def test_unsealed_the_counting_suite_fails_its_second_run(monkeypatch) -> None:
+    monkeypatch.setenv("SPEC_VERIFY_NO_PID_NAMESPACE", "1")
+    leftovers = [Path(f, "spec-verify-cheat-count") for f in ("/tmp", "/dev/shm")]
+    try:
+        result = grade(SUITES / "counts_in_tmp", mutants=["s01"], repeats=2, jobs=1,
+                       allow_unsealed=True)
+        assert result.refusal is Refusal.FLAKY, result.reason
+    finally:
+        for path in leftovers:
+            path.unlink(missing_ok=True)
