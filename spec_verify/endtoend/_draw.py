@@ -205,7 +205,28 @@ def draw_sequences(
 
 # The worker file runs by path: importing it as spec_verify.endtoend._worker would import the
 # package (numpy, scipy) before the generator's own imports; it needs only the standard library.
-_BOOT = "import runpy, sys; runpy.run_path(sys.argv[1], run_name='__main__')"
+# Sealed off first (spec_verify/_sandbox.py: own PID and mount namespaces, a fresh /proc, the
+# harness's folders read-only, uid 65534 where the harness is root); the plan is the
+# process's own argument, removed before the worker runs. Unsealed where the kernel refuses.
+_BOOT = ("import json, runpy, sys; from spec_verify._sandbox import enter_sandbox; "
+         "plan = json.loads(sys.argv.pop(2)); plan and enter_sandbox(**plan); "
+         "runpy.run_path(sys.argv[1], run_name='__main__')")
+
+
+def _sandbox_plan(spec: str) -> dict[str, Any]:
+    """The generator's worker's sandbox: what it needs reachable (the interpreter, sys.path,
+    the working folder, the generator's file) and what stays read-only; ``{}`` for none
+    (``SPEC_VERIFY_NO_PID_NAMESPACE=1``)."""
+    from spec_verify._sandbox import NOBODY, harness_paths
+
+    target = spec.removeprefix("python:").rpartition(":")[0]
+    needed = [p for p in (sys.base_prefix, sys.prefix, *sys.path, os.getcwd(),
+                          os.path.dirname(os.path.abspath(target)) if target else "")
+              if p and os.path.isabs(p) and os.path.exists(p)]
+    if os.environ.get("SPEC_VERIFY_NO_PID_NAMESPACE", "") not in ("", "0"):
+        return {}  # no sandbox, as for check workers
+    return {"readonly": harness_paths(), "writable": [], "needed": needed,
+            "drop_to": NOBODY if os.geteuid() == 0 else None}
 
 
 def _launch(task: _Task, length: int, selector: selectors.BaseSelector) -> _Running:
@@ -214,7 +235,7 @@ def _launch(task: _Task, length: int, selector: selectors.BaseSelector) -> _Runn
     stderr = tempfile.TemporaryFile()  # noqa: SIM115
     process = subprocess.Popen(
         # -c puts the working directory first on sys.path, so the user's modules import.
-        [sys.executable, "-c", _BOOT, worker_file],
+        [sys.executable, "-c", _BOOT, worker_file, json.dumps(_sandbox_plan(task.spec))],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=stderr,
