@@ -40,6 +40,9 @@ CONFIG_NAME = "grade.json"
 DEFAULT_OPTIONS: Mapping[str, Any] = {
     "mutants": None, "decoys": 3, "repeats": 3, "confirmations": 2, "clean_reruns": None,
     "timeout_factor": 5.0, "min_timeout": 10.0, "clean_timeout": 600.0, "jobs": None,
+    # where the container refuses namespaces (docs/grading.md), grading is refused unless this
+    # is true: Gradescope's container per submission is then the only seal
+    "allow_unsealed": False,
 }
 
 _SETUP = """#!/usr/bin/env bash

@@ -194,7 +194,8 @@ def _batch(args: argparse.Namespace, mutants: list[str] | None,
             args.path, progress=progress, jobs=args.jobs, mutants=mutants,
             timeout_factor=args.timeout_factor, min_timeout=args.min_timeout,
             clean_timeout=args.clean_timeout, decoys=args.decoys, repeats=args.repeats,
-            confirmations=args.confirmations, clean_reruns=args.clean_reruns)
+            confirmations=args.confirmations, clean_reruns=args.clean_reruns,
+            allow_unsealed=args.allow_unsealed)
     except InvalidArgument as error:
         print(f"spec-verify grade: error: {error}", file=sys.stderr)
         return ExitCode.USAGE_ERROR
