@@ -10,6 +10,11 @@ Modes (one per call):
 - ``--theorem NAME``: one theorem on ``--cases`` seeded cases; no mode: every theorem;
 - ``--symbolic``: the sympy derivations of the per-token identity and the expected length;
 - ``--lossy RULE --p .. --q ..``: a lossy rule's exact output, TV distance and acceptance;
+- ``--rule block|sampler_match|token``: a chain rule (CONTRACT.md sections 3, 8, 9) proven
+  lossless on small cases (V up to 6, k up to 4; ``--cases N`` random ones added): its exact
+  Fraction law, ``--impl`` by cell enumeration (default: the rule's own float64 reference;
+  ``mutant:b01`` and the other rule mutants load here), and each case's exact expected
+  accepted drafts beside the token rule's and the optimum of any lossless rule (an LP);
 - ``--tree``: the tree rules (CONTRACT.md section 6): the reference's lossless rules proven
   exact over the draft draws (V up to 8, branching and depth up to 3), ``--impl``'s law per
   fixed tree against the rule's (V up to 64, up to 16 nodes; ``--cases`` random trees), and
@@ -58,8 +63,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "Exit code 0 only on a proven pass."
         ),
     )
-    parser.add_argument("--impl", default="reference",
-                        help="implementation spec, as for check: reference (the default), "
+    parser.add_argument("--impl", default=None,
+                        help="implementation spec, as for check: reference (the default; with "
+                        "--rule, the rule's own float64 reference), "
                         "python:path/to/file.py, python:pkg.mod, ffi:path/to/lib.so, mutant:sNN")
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--case", metavar="THEOREM/INDEX", help="one generated case")
@@ -69,6 +75,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     mode.add_argument("--tree", action="store_true",
                       help="prove the tree rules over the draft draws, check --impl per fixed "
                       "tree, and measure typical acceptance's bias")
+    mode.add_argument("--rule", choices=("block", "sampler_match", "token"),
+                      help="prove a chain rule lossless on small cases, --impl by cell "
+                      "enumeration, with each case's expected accepted length and the optimum")
     mode.add_argument("--lossy", metavar="RULE",
                       help="measure a lossy rule (typical, ensemble:w=1/2, confidence:tau=1/2) "
                       "on --p and --q")
@@ -107,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"spec-verify prove: error: {problem}", file=sys.stderr)
         return ExitCode.USAGE_ERROR
     try:
-        return _run(args)
+        return _rule(args) if args.rule else _run(args)
     except InvalidArgument as error:
         from spec_verify.cli._usage import usage_line
 
@@ -116,6 +125,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    if args.impl is None:
+        args.impl = "reference"
     if args.cases is not None and args.cases < (0 if args.tree else 1):
         # Zero cases prove nothing: "proven" over an empty set would be a vacuous verdict. (In
         # --tree mode --cases counts the random trees added to the fixed ones, so 0 is fine.)
@@ -416,4 +427,65 @@ def _tree(args: argparse.Namespace) -> int:
                "rules": [p.to_json() for p in proofs],
                "implementation": None if check is None else check.to_json(),
                "typical": [b.to_json() for b in bias]}
+    return _emit(args, payload, "\n".join(lines), ok)
+
+
+MAX_RULE_CASES = 200  # random cases take up to ~10 s each (V = 2, k = 4; measured)
+
+
+def _rule(args: argparse.Namespace) -> int:
+    from spec_verify.exact._rules import RULE_IMPLEMENTATIONS, prove_rule, rule_cases
+    from spec_verify.mutants.rules import load_rule_mutant, rule_mutant_by_id
+
+    if args.p is not None or args.q is not None:
+        raise InvalidArgument("--rule", args.rule, "goes without --p and --q")
+    extra = 0 if args.cases is None else args.cases
+    if not 0 <= extra <= MAX_RULE_CASES:
+        raise InvalidArgument("--cases", extra, f"with --rule must be in [0, {MAX_RULE_CASES}] "
+                              "(random cases added to the default ones)")
+    spec = RULE_IMPLEMENTATIONS[args.rule] if args.impl is None else args.impl
+    if spec.startswith("mutant:") and rule_mutant_by_id(spec.partition(":")[2]) is not None:
+        impl = load_rule_mutant(spec)
+    else:
+        args.impl = spec
+        impl = _impl(args)
+    try:
+        proofs = prove_rule(args.rule, impl, rule_cases(extra, args.seed))
+    finally:
+        impl.close()
+    others = [r for r in ("token", "block") if r != args.rule]
+    rows = []
+    for pr in proofs:
+        a = pr.accepted
+        rows.append([pr.case.name, pr.case.description.split(",")[0][2:],
+                     str(pr.case.k), "one-hot" if pr.case.models.deterministic else "sampled",
+                     "PROVEN EXACT" if pr.rule_lossless else "WRONG",
+                     _verdict(pr.implementation.status), f"{float(a[args.rule]):.6f}",
+                     *(f"{float(a[r]):.6f}" for r in others),
+                     "-" if pr.optimum is None else f"{pr.optimum:.6f}",
+                     f"{pr.seconds:.1f}"])
+    lines = [f"spec-verify prove --rule {args.rule} (impl {impl.name}, seed {args.seed}, "
+             f"{len(proofs)} cases)", "",
+             "each case: the rule's exact law, then the implementation's by cell enumeration "
+             "(the first k + 1 tokens, averaged over the draft draws) against the target's; "
+             "E[kept] is the exact expected number of drafts one round keeps, the optimum the "
+             "largest any lossless rule reaches with the same draft (an LP, floats):",
+             _table(rows, ["case", "V", "k", "drafts", "rule law", "implementation",
+                           f"E[kept] {args.rule}", *(f"E[kept] {r}" for r in others),
+                           "optimum", "s"])]
+    for pr in proofs:
+        if pr.implementation.status is not Status.PASSED:
+            lines.append(f"  {_verdict(pr.implementation.status)}: {pr.message}")
+    ok = all(pr.status is Status.PASSED for pr in proofs)
+    lines.append(f"verdict: {'PROVEN EXACT' if ok else 'NOT PROVEN'}")
+    payload = {
+        "mode": "rule", "rule": args.rule, "impl": impl.name, "seed": args.seed,
+        "verdict": "passed" if ok else "not_passed",
+        "cases": [{"case": pr.case.name, "description": pr.case.description, "k": pr.case.k,
+                   "rule_lossless": pr.rule_lossless, "status": pr.status.value,
+                   "message": pr.message,
+                   "expected_accepted": {r: format_fraction(v) for r, v in pr.accepted.items()},
+                   "optimum": pr.optimum, "seconds": pr.seconds,
+                   "implementation": pr.implementation.to_json()} for pr in proofs],
+    }
     return _emit(args, payload, "\n".join(lines), ok)

@@ -1,0 +1,92 @@
+"""Rule mutants: planted bugs of the reference rules other than the contract's token rule
+(``reference/block.py``, ``reference/sampler_match.py``), each the minimal change that
+reproduces a wrong port, with its citation where one exists.
+
+They are a family of their own, never part of ``CATALOGUE`` (whose 36 entries the default
+grading counts): ``spec-verify prove --rule block --impl mutant:b01`` selects one explicitly,
+and each is WRONG there with a witness (``tests/mutants/test_rule_mutants.py``).
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from spec_verify.adapters._implementations import PythonImplementation
+from spec_verify.errors import UnknownImplementation
+
+from ._load import PRIVATE_PREFIX, load_source_tree
+from ._source import reference_sources
+from .catalogue import Change, Mutant, apply_mutant
+
+__all__ = ["RULE_MUTANTS", "RULE_OF_MUTANT", "load_rule_mutant", "rule_mutant_by_id"]
+
+_TESTS = "mutants/test_rule_mutants.py::test_each_rule_mutant_is_wrong_with_a_witness"
+
+RULE_MUTANTS: tuple[Mutant, ...] = (
+    Mutant(
+        "b01", "block: the token rule's residual max(p - q, 0) for the weighted one", None,
+        "after a kept block the added token and the stop weight use the unadjusted residual: "
+        "later positions lean (vllm-ascend #7807/#7808)",
+        (Change("block.py",
+                "    d = np.maximum(weights[i] * rnd.target(i) - rnd.draft(i), 0.0)\n",
+                "    d = np.maximum(rnd.target(i) - rnd.draft(i), 0.0)\n"),),
+        (_TESTS,), origin="rule",
+    ),
+    Mutant(
+        "b02", "block: cumprod of probability ratios, clipped once at the end", None,
+        "w_i = min(prod p/q, 1) instead of the running min: right for deterministic drafts "
+        "(ratios <= 1), biased for sampled ones (vllm-ascend #7839)",
+        (Change("block.py",
+                "        weights.append(min(weights[-1] * float(rnd.target(i)[x]) / "
+                "float(rnd.draft(i)[x]), 1.0))\n    return weights\n",
+                "        weights.append(weights[-1] * float(rnd.target(i)[x]) / "
+                "float(rnd.draft(i)[x]))\n    return [min(w, 1.0) for w in weights]\n"),),
+        (_TESTS,), origin="rule",
+    ),
+    Mutant(
+        "b03", "block: the first failed position ends the round (contiguous prefix)", None,
+        "keeps the prefix before the first eta_i >= h_i instead of the longest passing block: "
+        "the reading a review bot demanded on vllm-ascend #11985; biased",
+        (Change("block.py",
+                "            tau = i\n",
+                "            tau = i\n        else:\n            break\n"),),
+        (_TESTS,), origin="rule",
+    ),
+    Mutant(
+        "m01", "sampler-match: no break after a mismatch", None,
+        "the round goes on past a mismatch, emitting samples of rows conditioned on drafts "
+        "it did not keep (the sabotage one project's suite barely noticed)",
+        (Change("sampler_match.py",
+                "        if token != x:\n            return [*kept, token], len(kept)\n",
+                ""),),
+        (_TESTS,), origin="rule",
+    ),
+)
+
+# Which reference rule (module) each mutant plants its bug in.
+RULE_OF_MUTANT = {"b01": "block", "b02": "block", "b03": "block", "m01": "sampler_match"}
+
+_BY_ID = {m.id: m for m in RULE_MUTANTS}
+
+
+def rule_mutant_by_id(mutant_id: str) -> Mutant | None:
+    """The rule mutant ``mutant_id`` (``b01``), or None for any other id."""
+    return _BY_ID.get(mutant_id)
+
+
+def load_rule_mutant(spec: str) -> PythonImplementation:
+    """``mutant:b01``: the rule's module of the reference with the mutant planted.
+
+    In process: the mutant is our own reference's source, not an implementation under test.
+
+    Raises:
+        UnknownImplementation: ``spec`` names no rule mutant.
+    """
+    mutant = rule_mutant_by_id(spec.partition(":")[2])
+    if not spec.startswith("mutant:") or mutant is None:
+        raise UnknownImplementation("impl", spec, f"is not a rule mutant ({', '.join(_BY_ID)})")
+    sources = apply_mutant(mutant, reference_sources())
+    package = PRIVATE_PREFIX + "rule_" + mutant.id
+    load_source_tree(package, sources, f"<mutant {mutant.id}>")
+    module = importlib.import_module(f"{package}.{RULE_OF_MUTANT[mutant.id]}")
+    return PythonImplementation(spec, module)

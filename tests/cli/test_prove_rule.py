@@ -1,0 +1,47 @@
+"""``spec-verify prove --rule``: chain rules proven lossless, with their efficiency."""
+
+from __future__ import annotations
+
+import json
+from fractions import Fraction
+
+import pytest
+
+from spec_verify.cli import main
+
+
+def test_the_token_rule_is_proven_and_block_reaches_the_optimum(tmp_path, capsys) -> None:
+    out = tmp_path / "rule.json"
+    assert main(["prove", "--rule", "token", "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "verdict: PROVEN EXACT" in text and "E[kept] block" in text
+    data = json.loads(out.read_text())
+    assert data["rule"] == "token" and len(data["cases"]) == 7
+    for case in data["cases"]:
+        assert case["status"] == "passed" and case["rule_lossless"]
+        block = Fraction(case["expected_accepted"]["block"])
+        assert float(block) == pytest.approx(case["optimum"], abs=1e-9)
+        assert Fraction(case["expected_accepted"]["token"]) <= block
+
+
+def test_a_rule_mutant_is_wrong_with_a_reproduction(capsys) -> None:
+    assert main(["prove", "--rule", "block", "--impl", "mutant:b03"]) == 1
+    text = capsys.readouterr().out
+    assert "WRONG: rule/1" in text and "reproduce with drafts" in text
+    assert "verdict: NOT PROVEN" in text
+
+
+def test_an_unknown_rule_is_refused_by_the_parser(capsys) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["prove", "--rule", "kseq"])
+    assert info.value.code == 2
+    assert "invalid choice" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("argv", "says"), [
+    (["--rule", "block", "--p", "1/2,1/2"], "--rule"),
+    (["--rule", "block", "--cases", "201"], "--cases"),
+])
+def test_bad_rule_arguments_are_usage_errors(argv, says, capsys) -> None:
+    assert main(["prove", *argv]) == 2
+    assert says in capsys.readouterr().err
