@@ -34,6 +34,7 @@ __all__ = [
     "CHAIN_RULES",
     "RULE_IMPLEMENTATIONS",
     "RuleCaseProof",
+    "efficiency_markdown",
     "prove_rule",
     "rule_cases",
 ]
@@ -155,3 +156,24 @@ def prove_rule(rule: str, impl: Implementation, cases: list[Case],
         out.append(RuleCaseProof(rule, case, status, lossless, result, accepted, best,
                                  time.perf_counter() - start))
     return out
+
+
+def efficiency_markdown(cases: list[Case] | None = None) -> str:
+    """The efficiency table of docs/rules.md, computed: each case's exact expected kept
+    drafts per round under each chain rule, and the LP optimum (6 decimals)."""
+    from spec_verify.exact._optimal import optimal_accepted
+    from spec_verify.reference.rules_exact import expected_accepted
+
+    lines = ["| case | V | k | drafts | token | block | sampler_match | optimum (LP) |",
+             "|---|---|---|---|---|---|---|---|"]
+    for case in rule_cases() if cases is None else cases:
+        m = case.models
+        kept = [float(expected_accepted(r, m.target, m.draft, m.context, case.k))
+                for r in ("token", "block", "sampler_match")]
+        best = optimal_accepted(m.target, m.draft, m.context, case.k)
+        V = case.description.split(",")[0].removeprefix("V=")
+        drafts = "one-hot" if m.deterministic else "sampled"
+        cells = [case.name, V, str(case.k), drafts, *(f"{v:.6f}" for v in kept),
+                 "-" if best is None else f"{best:.6f}"]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
