@@ -1,4 +1,5 @@
-"""The mutant catalogue (s01-s24 on chains, t01-t12 on trees) and the grader that scores a
+"""The mutant catalogue (s01-s24 on chains, t01-t12 on trees), the real-bug family (r01..,
+graded only by id) and the grader that scores a
 test suite by the bugs it catches.
 
 ``spec_verify.mutants`` knows the reference only as source files: a mutant is a small exact
@@ -19,15 +20,18 @@ from .catalogue import (
     mutant_by_id,
     unified_diff,
 )
+from .real_bugs import REAL_BUGS, RealBug
 
 __all__ = [
     "CATALOGUE",
     "CHAIN_MUTANTS",
     "PITFALLS",
+    "REAL_BUGS",
     "TREE_MUTANTS",
     "Change",
     "Mutant",
     "MutantDoesNotApply",
+    "RealBug",
     "UnknownMutant",
     "apply_mutant",
     "mutant_by_id",

@@ -486,7 +486,8 @@ _MUTANT_BY_ID = {m.id: m for m in CATALOGUE}
 
 
 def mutant_by_id(mutant_id: str) -> Mutant:
-    """The catalogue entry ``mutant_id`` (``s03``).
+    """The catalogue entry ``mutant_id`` (``s03``), or a real-bug entry (``r02``,
+    ``mutants/real_bugs.py``).
 
     Raises:
         UnknownMutant: no such id; the message lists the valid ones.
@@ -494,10 +495,18 @@ def mutant_by_id(mutant_id: str) -> Mutant:
     try:
         return _MUTANT_BY_ID[mutant_id]
     except (KeyError, TypeError):
-        raise UnknownMutant(
-            "mutant", mutant_id, f"is not in the catalogue ({CATALOGUE[0].id}..{CATALOGUE[-1].id})",
-            "see `spec-verify mutants list`",
-        ) from None
+        pass
+    from .real_bugs import REAL_BUGS  # the family of real bugs, selected by id only
+
+    for mutant in REAL_BUGS:
+        if mutant.id == mutant_id:
+            return mutant
+    raise UnknownMutant(
+        "mutant", mutant_id,
+        f"is not in the catalogue ({CATALOGUE[0].id}..{CATALOGUE[-1].id}) or the real-bug "
+        f"family ({REAL_BUGS[0].id}..{REAL_BUGS[-1].id})",
+        "see `spec-verify mutants list`",
+    )
 
 
 def apply_mutant(mutant: Mutant, sources: Mapping[str, str]) -> dict[str, str]:

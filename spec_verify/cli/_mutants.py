@@ -27,6 +27,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     listing = actions.add_parser("list", help="one line per mutant")
     add_json_option(listing, "the catalogue (a list, one object per mutant)")
+    listing.add_argument("--real", action="store_true",
+                         help="only the family of real bugs (r01..), with their citations")
     show = actions.add_parser("show", help="one mutant, with its diff against the reference")
     show.add_argument("mutant_id", metavar="ID", help="a catalogue id, e.g. s03")
     parser.set_defaults(func=run)
@@ -36,14 +38,18 @@ def run(args: argparse.Namespace) -> int:
     """Print the catalogue or one entry; exit code 2 for an unknown id."""
     from spec_verify.mutants import CATALOGUE, PITFALLS, UnknownMutant, mutant_by_id, unified_diff
     from spec_verify.mutants._source import reference_sources
+    from spec_verify.mutants.real_bugs import REAL_BUGS, RealBug
 
     if args.action == "list":
+        listed_mutants = REAL_BUGS if args.real else CATALOGUE
         if args.json:
             listed = [{
                 "id": m.id, "title": m.title, "pitfall": m.pitfall, "origin": m.origin,
                 "symptom": m.symptom, "files": [f"reference/{f}" for f in m.files],
                 "killed_by": [f"tests/{t}" for t in m.killed_by],
-            } for m in CATALOGUE]  # fmt: skip
+                **({"citation": m.citation, "killed_by_checks": list(m.killed_by_checks)}
+                   if isinstance(m, RealBug) else {}),
+            } for m in listed_mutants]  # fmt: skip
             try:
                 written = write_json(args.json, listed)
             except OSError as exc:
@@ -52,11 +58,18 @@ def run(args: argparse.Namespace) -> int:
             if written is None:
                 return ExitCode.PASSED
             print(f"JSON: {written}", file=sys.stderr)
-        print(f"{'id':<5}{'pitfall':<9}{'file':<24}title")
-        for m in CATALOGUE:
-            pitfall = str(m.pitfall) if m.pitfall is not None else "ours"
-            print(f"{m.id:<5}{pitfall:<9}{'reference/' + m.files[0]:<24}{m.title}")
-        print(f"\n{len(CATALOGUE)} mutants; `spec-verify mutants show ID` for one with its diff")
+        if not args.real:
+            print(f"{'id':<5}{'pitfall':<9}{'file':<24}title")
+            for m in CATALOGUE:
+                pitfall = str(m.pitfall) if m.pitfall is not None else "ours"
+                print(f"{m.id:<5}{pitfall:<9}{'reference/' + m.files[0]:<24}{m.title}")
+            print(f"\n{len(CATALOGUE)} mutants; `spec-verify mutants show ID` for one with "
+                  "its diff\n")
+        print(f"Real bugs ({REAL_BUGS[0].id}..{REAL_BUGS[-1].id}; not graded by default: "
+              "`grade --mutants r01,...`):")
+        print(f"{'id':<5}{'file':<24}{'title':<66}citation")
+        for r in REAL_BUGS:
+            print(f"{r.id:<5}{'reference/' + r.files[0]:<24}{r.title:<66}{r.citation}")
         return ExitCode.PASSED
     try:
         mutant = mutant_by_id(args.mutant_id)
@@ -66,10 +79,15 @@ def run(args: argparse.Namespace) -> int:
     pitfall = (f"{mutant.pitfall}. {PITFALLS[mutant.pitfall]}" if mutant.pitfall is not None
                else "(none of the known pitfalls)")
     print(f"{mutant.id}: {mutant.title}")
-    print(f"origin:    {'the known pitfalls' if mutant.origin == 'seed' else 'ours'}")
+    origin = {"seed": "the known pitfalls", "real": "a reported bug"}.get(mutant.origin, "ours")
+    print(f"origin:    {origin}")
+    if isinstance(mutant, RealBug):
+        print(f"citation:  {mutant.citation}")
     print(f"pitfall:   {pitfall}")
     print(f"symptom:   {mutant.symptom}")
-    print("killed by: " + ", ".join(f"tests/{t}" for t in mutant.killed_by))
+    checks = mutant.killed_by_checks if isinstance(mutant, RealBug) else ()
+    print("killed by: " + ", ".join([*(f"tests/{t}" for t in mutant.killed_by),
+                                     *(f"check {c}" for c in checks)]))
     print()
     print(unified_diff(mutant, reference_sources()), end="")
     return ExitCode.PASSED
