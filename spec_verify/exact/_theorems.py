@@ -292,7 +292,7 @@ def _penalised_tables(
 
 
 _SIZES = {
-    "one_position": [(3, 1), (2, 1), (4, 1), (5, 1), (6, 1), (3, 1)],
+    "one_position": [(3, 1), (4, 1), (2, 1), (5, 1), (6, 1), (3, 1)],
     "k_positions": [(2, 1), (3, 1), (2, 2), (3, 2), (2, 3), (4, 1)],
     "deterministic_drafts": [(3, 1), (3, 2), (4, 2), (2, 3), (5, 1), (4, 3)],
     "truncated_and_penalised": [(3, 1), (4, 1), (3, 2), (4, 2), (5, 1), (3, 2)],
@@ -334,6 +334,12 @@ def _hand_case(theorem: str) -> Case | None:
     return None
 
 
+def _splits_the_residual(p: Dist, q: Dist) -> bool:
+    """The residual has two tokens or more and some draft is rejected only in part."""
+    return sum(a > b for a, b in zip(p, q, strict=True)) >= 2 and any(
+        0 < a < b for a, b in zip(p, q, strict=True))
+
+
 def _generated_case(theorem: str, index: int, seed: int) -> Case:
     sizes = _SIZES[theorem]
     V, k = sizes[index % len(sizes)]
@@ -344,6 +350,12 @@ def _generated_case(theorem: str, index: int, seed: int) -> Case:
     if theorem in ("one_position", "expected_length"):
         zeros = 0.25 if theorem == "one_position" else 0.0
         p, q = _random_dist(rng, V, zeros), _random_dist(rng, V, zeros)
+        # A residual max(0, p - q) on one token is a point mass whatever uniform draws from
+        # it, and a draft with p(x) = 0 is rejected at every u_accept: a residual drawn with
+        # the acceptance uniform (FlashInfer PR #424) passes such cases. From V = 3 on, p
+        # exceeds q on two tokens and some draft is rejected only in part (0 < p(x) < q(x)).
+        while theorem == "one_position" and V >= 3 and not _splits_the_residual(p, q):
+            p, q = _random_dist(rng, V, zeros), _random_dist(rng, V, zeros)
         bonus = _random_dist(rng, V, zeros)
         target = _first_then(p, bonus, len(context)) if theorem == "one_position" else (
             _constant(p)

@@ -330,3 +330,17 @@ def test_a_cell_narrower_than_the_guard_band_is_not_provable_never_wrong(referen
     assert "narrower than the guard band" in result.message
     # the unresolved mass is bounded by the narrow cells' widths: any larger error fails
     assert result.tolerance < F(1, 10**10), result.tolerance
+
+
+def test_one_position_cases_have_residuals_that_are_not_a_single_token() -> None:
+    """From V = 3 on, every generated one_position case has a residual of two tokens or more
+    and a draft rejected only in part, so a residual drawn with the acceptance uniform
+    (FlashInfer PR #424, mutant r02) changes its law; V = 2 cannot."""
+    from spec_verify.exact import generate_cases
+
+    for seed in (0, 1, 7):
+        for case in generate_cases("one_position", 8, seed)[1:]:
+            p, q = case.models.target(case.models.context), case.models.draft(case.models.context)
+            if case.models.V >= 3:
+                assert sum(a > b for a, b in zip(p, q, strict=True)) >= 2, case.description
+                assert any(0 < a < b for a, b in zip(p, q, strict=True)), case.description
