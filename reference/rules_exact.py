@@ -20,6 +20,8 @@ __all__ = [
     "RULES",
     "RoundLaw",
     "exact_block",
+    "exact_kseq_rho",
+    "exact_kseq_round",
     "exact_rule_round",
     "exact_rule_sequences",
     "exact_sampler_match",
@@ -160,3 +162,42 @@ def expected_accepted(rule: str, target: TableModel, draft: TableModel,
     return sum(((len(e) - 1) * v for e, v in law.items()), Fraction(0))
 
 
+
+
+def exact_kseq_rho(p: Dist, q: Dist, K: int, grid: int = 32) -> Fraction:
+    """K-SEQ's ``rho`` (CONTRACT.md section 10): the smallest ``1 + j (K - 1) / grid`` whose
+    residual ``p - c min(q, p / rho)`` is non-negative, exactly."""
+    for j in range(grid + 1):
+        rho = 1 + Fraction(j * (K - 1), grid)
+        m = [min(b, a / rho) for a, b in zip(p, q, strict=True)]
+        alpha = sum(m, Fraction(0))
+        if alpha in (0, 1):
+            return rho
+        c = (1 - (1 - alpha) ** K) / alpha
+        if all(c * v <= a for v, a in zip(m, p, strict=True)):
+            return rho
+    return Fraction(K)  # pragma: no cover - rho = K is always valid
+
+
+def exact_kseq_round(target: TableModel, q: Dist, context: tuple[int, ...],
+                     K: int) -> RoundLaw:
+    """K-SEQ's law of ``emitted_ids`` over ``K`` i.i.d. drafts from ``q`` after ``context``:
+    ``(x, bonus)`` or ``(y,)``. Lossless iff it equals the target's two-token law (on the
+    ``(x, bonus)`` outcomes and, with the target continuing, on ``(y,)``)."""
+    p = tuple(target(context))
+    rho = exact_kseq_rho(p, q, K)
+    m = [min(b, a / rho) for a, b in zip(p, q, strict=True)]
+    alpha = sum(m, Fraction(0))
+    out: RoundLaw = defaultdict(Fraction)
+    kept = [v * (1 - (1 - alpha) ** K) / alpha if alpha else Fraction(0) for v in m]
+    for x, prob in enumerate(kept):
+        if prob:
+            for t, b in enumerate(target((*context, x))):
+                if b:
+                    out[(x, t)] += prob * b
+    none = (1 - alpha) ** K
+    if none:
+        for y, (a, v) in enumerate(zip(p, kept, strict=True)):
+            if a - v:
+                out[(y,)] += a - v
+    return dict(out)
