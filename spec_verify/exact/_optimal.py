@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from spec_verify.reference.exact import TableModel
 
-__all__ = ["MAX_LP_VARIABLES", "optimal_accepted"]
+__all__ = ["MAX_LP_VARIABLES", "optimal_accepted", "optimal_multidraft_acceptance"]
 
 MAX_LP_VARIABLES = 4000  # V^k (k + 1) V: V = 4, k = 3 is 1,024; V = 6, k = 3 is 5,184
 
@@ -70,5 +70,32 @@ def optimal_accepted(target: TableModel, draft: TableModel, context: tuple[int, 
     cost = -np.array([float(tau) for _, tau, _ in variables])
     solved = linprog(cost, A_eq=a_eq, b_eq=b_eq, bounds=(0, None), method="highs")
     if not solved.success:  # pragma: no cover - the target's own rule is always feasible
+        raise RuntimeError(f"the coupling program failed: {solved.message}")
+    return float(-solved.fun)
+
+
+def optimal_multidraft_acceptance(p: tuple[Fraction, ...], q: tuple[Fraction, ...],
+                                  K: int) -> float | None:
+    """The largest probability that a lossless rule emits one of ``K`` i.i.d. drafts of one
+    position (Hu et al., ICLR 2025, as an LP): couplings ``pi(xs, y)`` of ``xs ~ q^K`` and
+    ``y ~ p``, maximising ``P(y in xs)``. None when the program would exceed the bound."""
+    import numpy as np
+    from scipy.optimize import linprog
+
+    V = len(p)
+    if V**K * V > MAX_LP_VARIABLES:
+        return None
+    drafts = [xs for xs in product(range(V), repeat=K)]
+    weight = [float(np.prod([float(q[x]) for x in xs])) for xs in drafts]
+    n = len(drafts) * V
+    a_eq = np.zeros((len(drafts) + V, n))
+    for i in range(len(drafts)):
+        a_eq[i, i * V:(i + 1) * V] = 1.0
+        for y in range(V):
+            a_eq[len(drafts) + y, i * V + y] = 1.0
+    b_eq = np.array([*weight, *(float(v) for v in p)])
+    cost = -np.array([float(y in xs) for xs in drafts for y in range(V)])
+    solved = linprog(cost, A_eq=a_eq, b_eq=b_eq, bounds=(0, None), method="highs")
+    if not solved.success:  # pragma: no cover - the independent coupling is feasible
         raise RuntimeError(f"the coupling program failed: {solved.message}")
     return float(-solved.fun)

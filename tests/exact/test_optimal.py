@@ -8,9 +8,9 @@ from fractions import Fraction
 
 import pytest
 
-from spec_verify.exact._optimal import optimal_accepted
+from spec_verify.exact._optimal import optimal_accepted, optimal_multidraft_acceptance
 from spec_verify.exact._rules import rule_cases
-from spec_verify.reference.rules_exact import expected_accepted
+from spec_verify.reference.rules_exact import exact_kseq_round, expected_accepted
 
 
 def test_block_reaches_the_optimum_and_the_token_rule_falls_short() -> None:
@@ -49,3 +49,17 @@ def test_a_one_hot_two_draft_chain_at_the_optimum() -> None:
 def test_too_large_a_program_is_declined() -> None:
     uniform = tuple(Fraction(1, 6) for _ in range(6))
     assert optimal_accepted(lambda pre: uniform, lambda pre: uniform, (), 4) is None
+
+
+def test_kseq_keeps_a_draft_at_most_as_often_as_the_multidraft_optimum() -> None:
+    """K = 1: the optimum is sum min(p, q); K = 2, 3: K-SEQ (reference grid rho) stays below
+    the coupling LP and above one draft's overlap on these rows."""
+    p = (Fraction(1, 2), Fraction(1, 3), Fraction(1, 6), Fraction(0))
+    q = (Fraction(1, 8), Fraction(1, 8), Fraction(1, 4), Fraction(1, 2))
+    overlap = float(sum(min(a, b) for a, b in zip(p, q, strict=True)))
+    assert optimal_multidraft_acceptance(p, q, 1) == pytest.approx(overlap, abs=1e-9)
+    for K in (2, 3):
+        law = exact_kseq_round(lambda pre: p if not pre else q, q, (), K)
+        kseq = float(sum(v for e, v in law.items() if len(e) == 2))
+        best = optimal_multidraft_acceptance(p, q, K)
+        assert best is not None and overlap < kseq <= best + 1e-9, (K, kseq, best)
