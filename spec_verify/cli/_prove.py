@@ -477,6 +477,12 @@ def _rule(args: argparse.Namespace) -> int:
         if pr.implementation.status is not Status.PASSED:
             lines.append(f"  {_verdict(pr.implementation.status)}: {pr.message}")
     ok = all(pr.status is Status.PASSED for pr in proofs)
+    if args.rule == "sampler_match":  # its law also has a symbolic proof (sympy)
+        from spec_verify.exact._rule_symbolic import sampler_match_identity
+
+        derivation = sampler_match_identity()
+        lines += ["", derivation.render()]
+        ok = ok and derivation.proven
     lines.append(f"verdict: {'PROVEN EXACT' if ok else 'NOT PROVEN'}")
     payload = {
         "mode": "rule", "rule": args.rule, "impl": impl.name, "seed": args.seed,

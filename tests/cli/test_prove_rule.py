@@ -31,6 +31,14 @@ def test_a_rule_mutant_is_wrong_with_a_reproduction(capsys) -> None:
     assert "verdict: NOT PROVEN" in text
 
 
+def test_sampler_match_prints_its_symbolic_proof(capsys) -> None:
+    # The lossless proof judges any implementation: a wrong block port is the fastest one.
+    assert main(["prove", "--rule", "sampler_match", "--impl", "mutant:b03"]) == 1
+    text = capsys.readouterr().out
+    assert "Sampler-match emits the target's own sample (V = 3)" in text
+    assert "E[kept] sampler_match" in text and "WRONG: rule/1" in text
+
+
 def test_an_unknown_rule_is_refused_by_the_parser(capsys) -> None:
     with pytest.raises(SystemExit) as info:
         main(["prove", "--rule", "kseq"])
