@@ -728,6 +728,18 @@ STATISTICAL_CHECKS: tuple[StatisticalCheck, ...] = (
         prompt=(3,),
         draft=(F(1, 4), F(1, 8), F(1, 8), F(1, 8), F(1, 8), F(1, 8), F(1, 16), F(1, 16)),
     ),
+    FirstTokenCheck(
+        "first_token.float32_logits_every_processor_cuts",
+        "float32-valued logits (what real models emit, widened to float64) under top-k, top-p "
+        "and min-p that each cut a token, and a residual of several tokens",
+        # float32(2.1), ...: top-k = 7 cuts token 6, top-p = 0.95 then token 4, min-p = 0.15
+        # then token 7 (p = 0.047 < 0.15 * 0.346); p > q on tokens 0, 3 and 5.
+        logits=(2.0999999046325684, 1.2999999523162842, 0.4000000059604645, 1.899999976158142,
+                -0.699999988079071, 0.8999999761581421, -1.600000023841858,
+                0.10000000149011612),
+        params={"top_k": 7, "top_p": 0.95, "min_p": 0.15},
+        draft=(F(1, 16), F(1, 4), F(1, 8), F(1, 16), F(1, 8), F(1, 16), F(1, 8), F(3, 16)),
+    ),
     SequenceCheck(
         "sequence.two_drafts",
         "the emitted tuple of a two-draft round follows its exact law (right row per position)",
