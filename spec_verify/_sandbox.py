@@ -264,10 +264,15 @@ def fresh_temporary_folders(folders: Sequence[str], keep: Sequence[str]) -> list
     """In a private mount namespace, as its root: an empty tmpfs (mode 1777) over each of
     ``folders`` (``/tmp``, ``/dev/shm``: what every process may write, so what runs could
     share), with the ``keep`` folders inside them bound back from where they were (a graded
-    run's own folder). Returns what failed."""
+    run's own folder, the harness's files when it is installed there). Returns what
+    failed."""
     failed: list[str] = []
+    kept = sorted(set(_existing(keep)), key=len)
+    # a folder inside another kept one comes back with it
+    kept = [p for i, p in enumerate(kept)
+            if not any(p.startswith(q.rstrip("/") + "/") for q in kept[:i])]
     for folder in _existing(folders):
-        inside = [p for p in _existing(keep) if p.startswith(folder + "/")]
+        inside = [p for p in kept if p.startswith(folder + "/")]
         fds = {p: os.open(p, os.O_PATH | os.O_DIRECTORY) for p in inside}
         try:
             _mount("tmpfs", folder, "tmpfs", _MS_NOSUID | _MS_NODEV)
@@ -449,7 +454,8 @@ def enter_sandbox(readonly: Sequence[str], writable: Sequence[str], needed: Sequ
         mounted = True
         mount_fresh_proc()
         fresh_proc = True
-        why += fresh_temporary_folders(fresh, writable)
+        # the harness's own files may be in /tmp too (a virtual environment made there)
+        why += fresh_temporary_folders(fresh, [*writable, *readonly, *needed])
         if drop_to is not None:
             why += make_reachable(needed, drop_to)[1]
         done, failed = seal_mounts(readonly, writable)

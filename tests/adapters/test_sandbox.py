@@ -99,3 +99,31 @@ def test_a_malformed_sandbox_line_holds_nothing(data) -> None:
     held = Protections.from_json(data)
     assert not held.sealed and not held.pid_namespace and held.uid == -1
     assert len(held.why_not) <= 16
+
+
+_FRESH_TMP = """
+import os, sys
+from spec_verify._sandbox import enter_sandbox
+keep, hidden = sys.argv[1], sys.argv[2]
+held = enter_sandbox(readonly=[keep], writable=[], needed=[keep, keep + "/inner"],
+                     drop_to=None, fresh=["/tmp"])
+print(list(held.why_not), os.path.exists(keep + "/inner/module.py"), os.path.exists(hidden))
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a mount namespace needs root here")
+def test_a_fresh_tmp_keeps_what_the_harness_needs_there(tmp_path) -> None:
+    if not str(tmp_path.resolve()).startswith("/tmp/"):
+        pytest.skip("pytest's folders are not in /tmp here")
+    # A virtual environment made in /tmp: its site-packages must survive the empty /tmp a
+    # sealed run gets (it did not: every graded run failed at its first lazy import).
+    keep = tmp_path / "venv" / "site-packages"
+    (keep / "inner").mkdir(parents=True)
+    (keep / "inner" / "module.py").write_text("")
+    (tmp_path / "other").write_text("a run's leftovers")
+    done = subprocess.run([sys.executable, "-c", _FRESH_TMP, str(keep), str(tmp_path / "other")],
+                          capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
+    if "Operation not permitted" in done.stderr:
+        pytest.skip("the kernel refuses a mount namespace here")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["[]", "True", "False"], done.stdout
