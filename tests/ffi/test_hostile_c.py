@@ -26,6 +26,7 @@ from spec_verify.adapters import _process
 from spec_verify.adapters._process import descendants
 from spec_verify.results import ExitCode, Status
 from spec_verify.runner import run_checks
+from tests._noted_process import noted_host_pid
 from tests.adapters.test_hostile import _alive
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux /proc")
@@ -68,7 +69,7 @@ def _check_nothing_survives(pid_file: Path, before: set[int]) -> None:
         first = pid_file.read_text()
         time.sleep(0.2)
         assert pid_file.read_text() == first, "the fork runner is still forking"
-        assert not _alive(int(first)), "a process the library started survived the run"
+        assert noted_host_pid(first) is None, "a process the library started survived the run"
 
 
 def _run_hostile(lib: Path, pid_file: Path, timeout: float = 2.0) -> list[str]:
@@ -134,8 +135,10 @@ def test_without_a_pid_namespace_nothing_is_left_behind(
         assert pid_file.exists(), "the library's process never started: the test tests nothing"
     finally:
         if pid_file.exists():  # an escape must not outlive its test
-            with contextlib.suppress(OSError, ValueError):
-                os.kill(int(pid_file.read_text()), signal.SIGKILL)
+            escaped = noted_host_pid(pid_file.read_text())
+            if escaped is not None:
+                with contextlib.suppress(OSError):
+                    os.kill(escaped, signal.SIGKILL)
 
 
 # A library caller (not a subreaper) starting and closing the fork runner's worker; prints the

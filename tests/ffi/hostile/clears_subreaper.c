@@ -1,6 +1,6 @@
 /* Clears the worker's child-subreaper flag (prctl), then daemonises on the first call: fork,
  * setsid(), fork; the grandchild sleeps (for at most 10 s, so an escape does not outlive the
- * test by much) and its host pid goes to $HOSTILE_PID_FILE. In a PID namespace the orphan goes
+ * test by much) and who it is goes to $HOSTILE_PID_FILE. In a PID namespace the orphan goes
  * to the namespace's first process and dies with it; without one it goes to init, out of the
  * worker's tree: a limit docs/threat-model.md states. */
 #include <sys/prctl.h>

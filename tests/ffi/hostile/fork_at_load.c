@@ -1,5 +1,5 @@
 /* Forks a child as the library is loaded (an ELF constructor, before any call) that sleeps
- * forever; its host pid goes to $HOSTILE_PID_FILE. verify_draft answers wrongly. */
+ * forever; who it is goes to $HOSTILE_PID_FILE. verify_draft answers wrongly. */
 #include "hostile.h"
 
 __attribute__((constructor)) static void fork_at_load(void) {

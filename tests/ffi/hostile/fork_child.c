@@ -1,5 +1,5 @@
 /* Forks a child on the first call that sleeps forever (holding the worker's socket too); its
- * host pid goes to $HOSTILE_PID_FILE. */
+ * identity goes to $HOSTILE_PID_FILE. */
 #include "hostile.h"
 
 static int started = 0;

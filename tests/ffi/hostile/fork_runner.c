@@ -1,7 +1,7 @@
 /* Starts a "runner" on the first call: a process that forks, calls setsid() and exits, over
  * and over, so its pid and session change faster than anyone can list them (the classic way
  * out of a kill loop). Bounded: every generation gives up 5 s after the first started, so an
- * escape is seen by the test, not left on the machine. Each generation writes its host pid
+ * escape is seen by the test, not left on the machine. Each generation writes who it is
  * to $HOSTILE_PID_FILE: a file that keeps changing after the run means the runner got out.
  * A PID namespace contains it (the kernel kills the namespace at once); without one, a walk
  * that lists /proc first and signals after was outrun (1 run in 5), and kill_tree now kills

@@ -1,7 +1,7 @@
 /* What every C hostile library shares: the minimal ABI v2 library of ../libs/stub.h with
  * verify_draft left to the hostile file, a wrong answer (reject the first draft, emit token 0:
- * the greedy tier catches it at once), and the host pid of this process for
- * $HOSTILE_PID_FILE (a worker may run in a PID namespace of its own). */
+ * the greedy tier catches it at once), and who this process is for $HOSTILE_PID_FILE (a
+ * worker may run in a PID namespace of its own, with a /proc of its own). */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,33 +19,41 @@ static inline int32_t hostile_wrong(int64_t* out_ids, int64_t* out_n_emitted, in
     return SV_OK;
 }
 
-/* This process's pid in the outermost PID namespace (the first field of NSpid in
- * /proc/self/status: /proc is the host's, so only "self" names this process there). */
-static inline long hostile_host_pid(void) {
-    char line[256];
-    long found = (long)getpid();
-    FILE* status = fopen("/proc/self/status", "r");
-    if (status == NULL) return found;
-    while (fgets(line, sizeof line, status) != NULL) {
-        if (strncmp(line, "NSpid:", 6) == 0) {
-            found = strtol(line + 6, NULL, 10);
-            break;
-        }
-    }
-    fclose(status);
-    return found;
+/* Who this process is, as any PID namespace's /proc can tell it: "pid:[inode] pid start",
+ * its PID namespace, its pid there and its start time in clock ticks since boot. A sealed
+ * worker has a /proc of its own, so it cannot learn its host pid; the test finds the process
+ * by these three in the host's /proc (tests/_noted_process.py). */
+static inline int hostile_identity(char* out, size_t size) {
+    char ns[128];
+    char stat[1024];
+    ssize_t length = readlink("/proc/self/ns/pid", ns, sizeof ns - 1);
+    if (length <= 0) return -1;
+    ns[length] = 0;
+    FILE* file = fopen("/proc/self/stat", "r");
+    if (file == NULL) return -1;
+    size_t got = fread(stat, 1, sizeof stat - 1, file);
+    fclose(file);
+    stat[got] = 0;
+    char* field = strrchr(stat, ')');
+    if (field == NULL) return -1;
+    /* after the name: state is field 3, starttime field 22 */
+    for (int index = 3; index <= 22 && field != NULL; index++) field = strchr(field + 1, ' ');
+    if (field == NULL) return -1;
+    snprintf(out, size, "%s %ld %ld", ns, (long)getpid(), strtol(field, NULL, 10));
+    return 0;
 }
 
-/* Write this process's host pid to $HOSTILE_PID_FILE, atomically (a temporary file renamed
+/* Write this process's identity to $HOSTILE_PID_FILE, atomically (a temporary file renamed
  * over it), for the test to look for the process after the run. */
 static inline void hostile_note_pid(void) {
     const char* path = getenv("HOSTILE_PID_FILE");
     char temporary[4096];
-    if (path == NULL) return;
-    snprintf(temporary, sizeof temporary, "%s.%ld", path, hostile_host_pid());
+    char identity[256];
+    if (path == NULL || hostile_identity(identity, sizeof identity) != 0) return;
+    snprintf(temporary, sizeof temporary, "%s.%ld", path, (long)getpid());
     FILE* out = fopen(temporary, "w");
     if (out == NULL) return;
-    fprintf(out, "%ld", hostile_host_pid());
+    fprintf(out, "%s", identity);
     fclose(out);
     rename(temporary, path);
 }

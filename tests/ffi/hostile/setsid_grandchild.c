@@ -1,5 +1,5 @@
 /* Daemonises on the first call: fork, setsid(), fork; the grandchild (in a session of its own,
- * its parent gone) sleeps forever; its host pid goes to $HOSTILE_PID_FILE. */
+ * its parent gone) sleeps forever; who it is goes to $HOSTILE_PID_FILE. */
 #include <sys/wait.h>
 #include "hostile.h"
 

@@ -1,23 +1,16 @@
-"""Forks a child that calls setsid() and sleeps forever; its pid goes to $HOSTILE_PID_FILE (as
-the host sees it: a worker may run in a PID namespace of its own)."""
+"""Forks a child that calls setsid() and sleeps forever; who it is goes to $HOSTILE_PID_FILE
+(tests/_noted_process.py: a sealed worker has a PID namespace and a /proc of its own)."""
 
 import os
 import time
 from typing import Any
 
+from tests._noted_process import note_this_process
+
 from ._wrong import *  # noqa: F403
 from ._wrong import wrong_verify_draft
 
 _started = []
-
-
-def _host_pid() -> int:
-    """This process's pid in the outermost PID namespace (the first of /proc's NSpid)."""
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith("NSpid:"):
-                return int(line.split()[1])
-    return os.getpid()
 
 
 def verify_draft(*args: Any, **kwargs: Any) -> Any:
@@ -28,8 +21,7 @@ def verify_draft(*args: Any, **kwargs: Any) -> Any:
             os.setsid()
             grandchild = os.fork()
             if grandchild == 0:
-                with open(os.environ["HOSTILE_PID_FILE"], "w") as handle:
-                    handle.write(str(_host_pid()))
+                note_this_process(os.environ["HOSTILE_PID_FILE"])
                 while True:
                     time.sleep(1)
             os._exit(0)
