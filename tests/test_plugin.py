@@ -274,7 +274,12 @@ def test_builtin_statistics_fail_on_the_planted_bug_naming_the_check(
         "first_token or acceptance_rate",
         *QUICK,
     )
-    result.assert_outcomes(failed=5)
+    from spec_verify.tiers.statistical import check_names
+
+    # accept-all is wrong for every first-token and acceptance-rate law, so each one fails
+    selected = [n for n in check_names() if "first_token" in n or "acceptance_rate" in n]
+    assert len(selected) >= 5
+    result.assert_outcomes(failed=len(selected))
     result.stdout.fnmatch_lines(
         ["*acceptance_rate: not the target (p=*", "*test_statistical_check?acceptance_rate?*"]
     )

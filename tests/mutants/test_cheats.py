@@ -8,6 +8,12 @@ refuse the suite. The lotteries are graded with fixed seeds (their draws and the
 and ``test_lottery_bound`` evaluates the bounds of docs/grading.md: a suite that fails at
 random, with any probability (or, counting its runs, with any strategy), beats the weak suite
 in fewer than 1 of 100 gradings.
+
+Sealed (the default where the kernel allows it), a run has no memory between runs: the side
+channel's folder is out of its reach, and ``test_sealed_runs.py`` shows what such a suite
+gets. These tests grade unsealed (``allow_unsealed``), where only the decoys, repeats and
+confirmations stand between a suite and a side channel, the defence a machine without
+namespaces relies on.
 """
 
 from __future__ import annotations
@@ -43,8 +49,14 @@ MUTANTS = ["s01", "s05", "s06", "s11"]  # the weak suite kills s05 only
 
 @pytest.fixture
 def side_channel(tmp_path, monkeypatch):
+    """A folder for the suite's side channel, in reach of its runs: they are not sealed."""
     monkeypatch.setenv("SPEC_VERIFY_SIDE_CHANNEL", str(tmp_path))
+    monkeypatch.setenv("SPEC_VERIFY_NO_PID_NAMESPACE", "1")
     return tmp_path
+
+
+def _unsealed(suite: Path, **options) -> GradeResult:
+    return grade(suite, allow_unsealed=True, **options)
 
 
 @pytest.fixture(scope="session")
@@ -67,7 +79,7 @@ def _no_better(result: GradeResult, weak: GradeResult) -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("cheat", ["cache_mtimes", "environment", "paths"])
 def test_a_side_channel_that_finds_nothing_gains_nothing(cheat, weak, side_channel):
-    result = grade(CHEATS / f"test_{cheat}.py", mutants=MUTANTS)
+    result = _unsealed(CHEATS / f"test_{cheat}.py", mutants=MUTANTS)
     # every run looks the same: the trick never fires, the suite is graded as the weak one
     assert result.graded, (result.reason, result.clean_failures)
     assert [(m.mutant_id, m.state) for m in result.mutants] == [
@@ -77,7 +89,7 @@ def test_a_side_channel_that_finds_nothing_gains_nothing(cheat, weak, side_chann
 @pytest.mark.slow
 @pytest.mark.parametrize("cheat", ["counter", "pids"])
 def test_a_side_channel_that_counts_runs_is_refused(cheat, weak, side_channel):
-    result = grade(CHEATS / f"test_{cheat}.py", mutants=MUTANTS)
+    result = _unsealed(CHEATS / f"test_{cheat}.py", mutants=MUTANTS)
     # it passes the first three runs (the clean repeats) and fails every later one, decoys
     # included
     assert not result.graded
@@ -89,7 +101,7 @@ def test_a_side_channel_that_counts_runs_is_refused(cheat, weak, side_channel):
 
 @pytest.mark.slow
 def test_a_timing_side_channel_gains_nothing(weak, side_channel):
-    _no_better(grade(CHEATS / "test_timing.py", mutants=MUTANTS), weak)
+    _no_better(_unsealed(CHEATS / "test_timing.py", mutants=MUTANTS), weak)
 
 
 @pytest.mark.slow
@@ -97,7 +109,7 @@ def test_the_lottery_with_a_fixed_seed(weak, side_channel, monkeypatch):
     monkeypatch.setenv("LOTTERY_SEED", "7")
     monkeypatch.setenv("LOTTERY_P", "0.25")
     # one run at a time, so the draws go to the runs in the (seeded) order
-    result = grade(CHEATS / "test_lottery.py", mutants=MUTANTS, jobs=1, order_seed=7)
+    result = _unsealed(CHEATS / "test_lottery.py", mutants=MUTANTS, jobs=1, order_seed=7)
     _no_better(result, weak)
     assert not result.graded  # with this seed it lost on a clean run, a decoy or a rerun
     assert "cheats/test_lottery.py::test_lottery" in result.flaky_tests
@@ -128,11 +140,8 @@ def _counting_lottery(monkeypatch, seed, clean_reruns):
                         ("CONFIRMATION_RUNS", DEFAULT_CONFIRMATIONS + reruns)]:
         monkeypatch.setenv(f"LOTTERY_{name}", str(value))
     # one run at a time, in a seeded order, so the counts are the runs' places in the plan
-    # Sealed, a run has no memory between runs (the side channel's folder is out of its
-    # reach); the lottery's bound is about a suite that has one, so it plays unsealed.
-    monkeypatch.setenv("SPEC_VERIFY_NO_PID_NAMESPACE", "1")
-    return grade(CHEATS / "test_counting_lottery.py", mutants=MUTANTS, jobs=1, order_seed=7,
-                 clean_reruns=clean_reruns, allow_unsealed=True)
+    return _unsealed(CHEATS / "test_counting_lottery.py", mutants=MUTANTS, jobs=1,
+                     order_seed=7, clean_reruns=clean_reruns)
 
 
 def _simulated_counting_lottery(rng, undetected, decoys, confirmations, clean_reruns):
@@ -211,7 +220,7 @@ def test_the_documented_numbers():
 
 
 @pytest.mark.slow
-def test_reading_the_implementation_gains_nothing(weak, side_channel, tmp_path):
+def test_reading_the_implementation_gains_nothing(weak, tmp_path):
     # the suite ships a pristine copy of the reference and compares everything of the
     # reference its process holds (sources, module files, code objects in memory) with it
     import shutil
