@@ -23,12 +23,11 @@ from typing import TYPE_CHECKING
 
 from spec_verify.errors import InvalidArgument
 from spec_verify.exact._cells import Dist, one_hot
-from spec_verify.exact._theorems import Case, CaseResult, Models, prove_case
+from spec_verify.exact._theorems import Case, CaseResult, Models, TableModel, prove_case
 from spec_verify.results import Status
 
 if TYPE_CHECKING:
     from spec_verify.adapters import Implementation
-    from spec_verify.reference.exact import TableModel
 
 __all__ = [
     "CHAIN_RULES",
