@@ -89,7 +89,7 @@ _CLAIMS: dict[tuple[str, str], tuple[Claim, str]] = {
         Claim.CONFORMANCE,
         "per fixed tree the law is the contract's tree rule's: a lossless multi-draft rule "
         "(SpecTr K-SEQ) has another per-tree law and the target's law over the drafts, which "
-        "the statistical tree checks test",
+        "exact/tree_law and the statistical tree checks test",
     ),
 }
 

@@ -476,6 +476,12 @@ class Enumeration:
 # the enumerator
 
 
+# Where the deeper audit puts the later draws in their cells: (1 - 1/phi)^2, 1 - 1/phi and
+# 1/phi^(1/2), far from the simple fractions that rational tables' cell boundaries are.
+_OTHER = (Fraction(1458980337503155, 10**16), Fraction(3819660112501051, 10**16),
+          Fraction(7861513777574233, 10**16))
+
+
 class _Abort(Exception):
     def __init__(self, status: EnumerationStatus, reason: str, script: tuple[float, ...] = ()):
         super().__init__(reason)
@@ -953,7 +959,64 @@ class _Explorer:
                 f"{', '.join(str(b.value) for b in found)}"
             )
             raise _Restart
+        if getattr(self, "deep_audit", False):
+            self._audit_later(path, outcome)
 
+    def _audit_later(self, path: tuple[Draw, ...], outcome: Outcome) -> None:
+        """The star check again with every draw after the moved one at other points of its
+        cell (``_OTHER``: irrational, so never a rational table's boundary, and spread over the
+        cell). Two sides of a breakpoint can emit the same ids at the leaf's later values
+        (K-SEQ: keep the first draft then take the residual's token 2, or keep the second and
+        draw the bonus 2, which the bonus row does on three quarters of its draws), which the
+        plain star check cannot see; other later values split them."""
+        uniforms = tuple(d.uniform for d in path)
+        for other in _OTHER:
+            at = tuple(_float_at_least(d.cell.low + d.cell.width * other) for d in path)
+            for j, draw in enumerate(path[:-1]):
+                points = self._edges(draw.cell)
+                if points is None:  # pragma: no cover - cells this narrow never reach a leaf
+                    continue
+                later = at[j + 1 :]
+                self.auditing = True
+                try:
+                    base = self.outcome((*uniforms[: j + 1], *later))
+                    moved = [self.outcome((*uniforms[:j], u, *later)) for u in points]
+                finally:
+                    self.auditing = False
+                if base != outcome:  # a later draw's cell is not one outcome: find which
+                    k = next(k for k in range(j + 1, len(path)) if self.outcome(
+                        (*uniforms[: j + 1], *at[j + 1 : k + 1], *uniforms[k + 1 :])) != outcome)
+                    head = (*uniforms[: j + 1], *at[j + 1 : k])
+
+                    def at_k(u: float, k: int = k, head: tuple[float, ...] = head
+                             ) -> tuple[float, ...]:
+                        return (*head, u, *uniforms[k + 1 :])
+
+                    self._force(path, k, at_k, "earlier draws at other points of their cells")
+                if any(m != base for m in moved):
+                    def at_j(u: float, j: int = j, later: tuple[float, ...] = later
+                             ) -> tuple[float, ...]:
+                        return (*uniforms[:j], u, *later)
+
+                    self._force(path, j, at_j, "the later draws at other points of their cells")
+
+    def _force(self, path: tuple[Draw, ...], j: int, script: Callable[[float], tuple[float, ...]],
+               when: str) -> None:
+        """Locate draw ``j``'s breakpoints along ``script``, record them, restart."""
+        draw = path[j]
+        kind = "unused" if draw.kind == "unused" else ""
+        _, found = self.locate(j, [draw.cell], script, kind)
+        key = _key(path[:j])
+        known = {b.value for b in self.forced.get(key, [])}
+        fresh = [b for b in found if b.value not in known]
+        if not fresh:
+            raise _Abort("not_provable", f"draw {j} ({draw.role}) changes the outcome with "
+                         f"{when}, but no new breakpoint was located", script(draw.uniform))
+        self.forced.setdefault(key, []).extend(fresh)
+        self.findings.append(f"draw {j} ({draw.role}) in {draw.cell} after {_describe(path[:j])}"
+                             f" changes the outcome with {when}: located "
+                             f"{', '.join(str(b.value) for b in fresh)}")
+        raise _Restart
 
     def _edges(self, cell: Cell) -> list[float] | None:
         """Both guarded edges of ``cell`` (a leaf audit's probes; the leaf is the midpoint)."""

@@ -262,7 +262,7 @@ class _TreeExplorer(_Explorer):
     """``_Explorer`` with the tree contract's roles and ``verify_tree`` calls."""
 
     def __init__(self, impl: Any, rnd: TreeRound, guard: Fraction, max_calls: int,
-                 hints: Iterable[Fraction]) -> None:
+                 hints: Iterable[Fraction], deep_audit: bool = False) -> None:
         # The chain explorer's state, set here: its constructor reads chain rounds.
         self.impl = impl
         self.tree_impl: TreeImplementation = impl
@@ -287,6 +287,7 @@ class _TreeExplorer(_Explorer):
         self.notes: dict[str, int] = {}
         self.forced: dict[tuple[tuple[Fraction, Fraction], ...], list[Breakpoint]] = {}
         self.findings: list[str] = []
+        self.deep_audit = deep_audit  # also audit with the later draws moved (_cells)
         self.roles: dict[tuple[str, int], Role] = {}
         points = _library(rnd)
         points.update(Fraction(h) for h in hints)
@@ -384,8 +385,13 @@ def enumerate_tree_round(
     guard: Fraction = GUARD,
     max_calls: int = _MAX_CALLS,
     hints: Iterable[Fraction] = (),
+    deep_audit: bool = False,
 ) -> TreeEnumeration:
     """The exact law of ``impl``'s ``emitted_ids`` on one fixed tree, by cells.
+
+    ``deep_audit`` also audits every leaf with the draws after the moved one at another point
+    of their cells (``_Explorer._audit_later``): for draw orders other than the contract's,
+    whose two sides of a breakpoint may emit the same ids at the leaf's later values.
 
     Never raises for the implementation's misbehaviour (status ``error`` or ``not_provable``).
 
@@ -402,7 +408,7 @@ def enumerate_tree_round(
     if not 0 < guard < Fraction(1, 8):
         raise InvalidArgument("guard", guard, "must be in (0, 1/8)")
     try:
-        explorer = _TreeExplorer(impl, rnd, guard, max_calls, hints)
+        explorer = _TreeExplorer(impl, rnd, guard, max_calls, hints, deep_audit)
     except Exception as exc:  # the implementation's own params() failed
         return TreeEnumeration(rnd, "error", {}, (), 0, 0,
                                reason=f"{impl.name}: building its sampling parameters raised "

@@ -73,13 +73,15 @@ def run_exact_tier(
     **options: Any,
 ) -> list[CheckResult]:
     """Every theorem of ``_theorems.run_exact_tier`` (same arguments), then, for an
-    implementation with ``verify_tree`` and all theorems asked, the per-fixed-tree check."""
+    implementation with ``verify_tree`` and all theorems asked, the tree law over the drafts
+    (the LAW claim) and the per-fixed-tree check (conformance)."""
     results = _run_chain_theorems(impl, seed=seed, cases=cases, theorems=theorems, quick=quick,
                                   progress=progress, **options)
     if theorems is None and "injected_uniforms" in impl.capabilities:
-        from spec_verify.tiers.tree import check_tree_exact
+        from spec_verify.tiers.tree import check_tree_exact, check_tree_law
 
-        tree = check_tree_exact(impl, seed=seed, quick=quick, progress=progress)
-        if tree is not None:
-            results.append(tree)
+        for check in (check_tree_law, check_tree_exact):
+            tree = check(impl, seed=seed, quick=quick, progress=progress)
+            if tree is not None:
+                results.append(tree)
     return results

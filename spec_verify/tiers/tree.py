@@ -2,10 +2,11 @@
 
 One check joins each of three tiers (the tiers call these at their end):
 
-- exact, ``tree``: per fixed tree the implementation's law of ``emitted_ids`` equals the
-  reference rule's, as ``Fraction``s, by cell enumeration (``exact._tree_cells``); with
-  ``tree_exact``'s proof that the rules are lossless over the draft draws (``spec-verify prove
-  --tree``) this proves the implementation lossless;
+- exact, ``tree_law`` (the LAW claim): one round averaged over every draft tree the rule
+  draws, continued with the target, equals the target's law, as ``Fraction``s
+  (``exact._tree_law``): whatever the implementation's multi-draft rule (SpecTr's K-SEQ passes);
+- exact, ``tree`` (conformance): per fixed tree the implementation's law of ``emitted_ids``
+  equals the contract's tree rule's, by cell enumeration (``exact._tree_cells``);
 - greedy, ``tree_argmax``: at temperature 0 the emitted tokens are the argmax chain (each one the
   argmax of the row after the tokens before it; penalties see the kept path);
 - parity, ``verify_tree``: the reference's ids and accepted nodes on shared logits and the same
@@ -29,6 +30,7 @@ __all__ = [
     "TREE_RULES_CHECKED",
     "check_tree_argmax",
     "check_tree_exact",
+    "check_tree_law",
     "check_tree_parity",
     "random_tree_round",
     "tree_rounds",
@@ -161,6 +163,48 @@ def check_tree_exact(impl: Any, *, seed: int = 0, quick: bool = False,
             repro=repro, seconds=seconds)
     return CheckResult("exact", "tree", worst[0], worst[1], n=len(rounds), details=details,
                        repro=repro, seconds=seconds)
+
+
+def check_tree_law(impl: Any, *, seed: int = 0, quick: bool = False,
+                   progress: Progress | None = None) -> CheckResult | None:
+    """Exact tier: one round averaged over the draft draws follows the target's law."""
+    if not _has_trees(impl):
+        return None
+    from spec_verify.exact._tree_law import TREE_LAW_CASES, prove_tree_law
+
+    start = time.perf_counter()
+    if "injected_uniforms" not in impl.capabilities:
+        return CheckResult("exact", "tree_law", Status.SKIPPED,
+                           f"{impl.name} does not take an injected uniform source (the "
+                           "statistical tier's tree checks test its law)")
+    cases = TREE_LAW_CASES[:1] if quick else TREE_LAW_CASES
+    if progress is not None:
+        progress(f"exact/tree_law: a round averaged over the drafts follows the target "
+                 f"({len(cases)} tree shape{'' if len(cases) == 1 else 's'})")
+    results = []
+    for case in cases:
+        result = prove_tree_law(impl, case)
+        results.append(result)
+        if result.status is not Status.PASSED:
+            break
+    details = {"cases": [r.to_json() for r in results]}
+    calls = sum(r.calls for r in results)
+    trees = sum(r.trees for r in results)
+    last = results[-1]
+    seconds = time.perf_counter() - start
+    if last.status is Status.PASSED:
+        shapes = ", ".join(f"{r.case.name} ({r.case.rule}, parents {list(r.case.parents)}"
+                           + (f"; {r.reason}" if r.reason else "") + ")" for r in results)
+        return CheckResult(
+            "exact", "tree_law", Status.PASSED,
+            f"one round averaged over every draft tree ({trees} trees; {calls} calls) and "
+            f"continued with the target follows the target's law exactly: {shapes}",
+            n=trees, details=details, seconds=seconds)
+    where = (f"{last.case.name} ({last.case.rule}, parents {list(last.case.parents)}, "
+             f"V = {last.case.V}, {last.case.length} tokens)")
+    return CheckResult("exact", "tree_law", last.status,
+                       f"averaged over the drafts, {where}: {last.reason}", n=trees,
+                       details=details, seconds=seconds)
 
 
 def _greedy_params(impl: Implementation, penalised: bool) -> Any:
