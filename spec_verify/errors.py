@@ -19,7 +19,14 @@ __all__ = [
 
 
 class SpecVerifyError(Exception):
-    """Base class of every error this project raises on purpose."""
+    """Base class of every error this project raises on purpose.
+
+    ``sandbox``: set on the error a worker's failed load raises, to what its sandbox held
+    (``_sandbox.Protections`` as JSON) when the implementation's code ran; None when no code of
+    the implementation ran (the harness refused the spec first).
+    """
+
+    sandbox: dict[str, Any] | None = None
 
 
 class InvalidArgument(SpecVerifyError, ValueError):

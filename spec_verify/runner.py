@@ -149,7 +149,7 @@ class CheckReport:
     profile: Profile = Profile.CONFORMANCE
     capabilities: tuple[str, ...] = ()
     # which protections held around the implementation's code (``spec_verify._sandbox``), None
-    # when it ran in this process
+    # when it ran in this process or none of it ran (a spec refused before any worker started)
     sandbox: dict[str, Any] | None = None
 
     def blocks(self, result: CheckResult) -> bool:
@@ -356,6 +356,7 @@ def run_checks(
                 time.perf_counter() - started,
                 quick,
                 profile=profile,
+                sandbox=exc.sandbox,  # what held while its code loaded (None: none ran)
             )
     elif isinstance(impl, Implementation):
         loaded = impl

@@ -43,7 +43,7 @@ from spec_verify.adapters._implementations import (
     check_tree_result,
     check_verify_result,
 )
-from spec_verify.adapters._process import WorkerProcess
+from spec_verify.adapters._process import WorkerProcess, with_sandbox
 from spec_verify.adapters._wire import WireError, require
 from spec_verify.errors import (
     BudgetExhausted,
@@ -139,9 +139,7 @@ class FfiImplementation(Implementation):
                 reply, _ = worker.exchange(None, None, "load", _START_TIMEOUT)
                 kind = reply.get("kind")
                 if kind == "load_error":
-                    error = decode_error(reply.get("error"))
-                    worker.close()
-                    raise error
+                    raise decode_error(reply.get("error"))
                 if kind != "ready":
                     raise WireError(f"the greeting is {kind!r:.40}, not 'ready'")
                 self.abi_version = require(reply, "abi_version", int)
@@ -158,12 +156,11 @@ class FfiImplementation(Implementation):
                         raise WireError(f"malformed declared capabilities ({exc})") from None
                     self.capabilities = apply_capabilities(self.capabilities, self.declared)
             except WireError as exc:
-                worker.kill()
-                raise ImplementationError(
-                    self.name, "load", f"broke the worker protocol ({exc})"
-                ) from None
-            except BaseException:
-                worker.kill()
+                failure = ImplementationError(
+                    self.name, "load", f"broke the worker protocol ({exc})")
+                raise with_sandbox(failure, worker) from None
+            except BaseException as exc:
+                with_sandbox(exc, worker)
                 raise
             self._worker = worker
             self._protections = worker.read_protections().to_json()

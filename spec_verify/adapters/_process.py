@@ -47,7 +47,7 @@ from spec_verify.adapters._wire import (
     recv_message,
     send_message,
 )
-from spec_verify.errors import ImplementationError
+from spec_verify.errors import ImplementationError, SpecVerifyError
 
 __all__ = [
     "MEMORY_LIMIT",
@@ -61,6 +61,7 @@ __all__ = [
     "harden_worker",
     "kill_tree",
     "reap_all_children",
+    "with_sandbox",
 ]
 
 RING_BYTES = 64 << 10  # the last 64 KiB of each of the worker's stdout and stderr are kept
@@ -587,3 +588,14 @@ class WorkerProcess:
         (``quit_header`` is accepted for the callers' symmetry and not sent)."""
         if not self.closed:
             self.kill()
+
+
+def with_sandbox(error: BaseException, worker: WorkerProcess) -> BaseException:
+    """Kill ``worker``, whose implementation failed to load with ``error``; ``error`` (returned)
+    then carries what the worker's sandbox held while that code ran (``error.sandbox``), so
+    the report of a failed load says it as every other report does."""
+    if isinstance(error, SpecVerifyError) and error.sandbox is None:
+        with contextlib.suppress(OSError, ValueError):
+            error.sandbox = worker.read_protections(timeout=1.0).to_json()
+    worker.kill()
+    return error

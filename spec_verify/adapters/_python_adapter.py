@@ -41,7 +41,7 @@ from spec_verify.adapters._implementations import (
     check_verify_result,
     offered_capabilities,
 )
-from spec_verify.adapters._process import WorkerProcess
+from spec_verify.adapters._process import WorkerProcess, with_sandbox
 from spec_verify.adapters._remote import (
     INPUT_CHANGED,
     Handles,
@@ -226,7 +226,6 @@ class WorkerImplementation(Implementation):
                 kind = reply.get("kind")
                 if kind == "load_error":
                     error = decode_error(reply.get("error"))
-                    worker.close(_QUIT)
                     if isinstance(error, InvalidArgument):  # named by the spec as given
                         raise UnknownImplementation("impl", self.name, error.rule, error.fix)
                     raise error
@@ -236,17 +235,15 @@ class WorkerImplementation(Implementation):
                 if not all(isinstance(n, str) for n in names):
                     raise WireError("the module's names are not strings")
             except WireError as exc:
-                worker.kill()
-                raise UnknownImplementation(
-                    "impl", self.name, f"its worker broke the protocol at load ({exc})"
-                ) from None
+                failure: BaseException = UnknownImplementation(
+                    "impl", self.name, f"its worker broke the protocol at load ({exc})")
+                raise with_sandbox(failure, worker) from None
             except ImplementationError as exc:
-                worker.kill()
-                raise UnknownImplementation(
-                    "impl", self.name, f"it could not be loaded: it {exc.reason}"
-                ) from None
-            except BaseException:
-                worker.kill()
+                failure = UnknownImplementation(
+                    "impl", self.name, f"it could not be loaded: it {exc.reason}")
+                raise with_sandbox(failure, worker) from None
+            except BaseException as exc:
+                with_sandbox(exc, worker)
                 raise
             self.names = frozenset(names)
             self._protections = worker.read_protections().to_json()

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from spec_verify._sandbox import Protections
 from spec_verify.adapters._process import _namespace_prefix, descendants
 from spec_verify.results import ExitCode, Status
 from spec_verify.runner import run_checks
@@ -101,6 +102,15 @@ def test_exit_at_import_is_a_load_failure():
     assert not report.passed
     assert report.results[0].tier == "load"
     assert "SystemExit" in report.results[0].message
+    # its code ran in a worker: the report says what that worker's sandbox held, as any other
+    held = Protections.from_json(report.sandbox)
+    assert report.to_json()["sandbox"] == held.to_json() and held.uid != -1, report.sandbox
+
+
+def test_a_spec_refused_before_any_worker_reports_no_sandbox():
+    """The control: nothing of the implementation ran, so no sandbox is claimed."""
+    report = run_checks("python:", tiers=["greedy"])
+    assert report.results[0].tier == "load" and report.sandbox is None
 
 
 @pytest.mark.parametrize("name", ["patch_verdict", "atexit_exit", "keyboard_interrupt"])
