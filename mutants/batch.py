@@ -19,7 +19,7 @@ from typing import Any
 
 from spec_verify.errors import InvalidArgument
 
-from .grader import GradeResult, grade
+from .grader import GradeResult, _default_jobs, checked_catalogue, grade
 
 __all__ = ["CSV_FIELDS", "SubmissionGrade", "grade_submissions", "summary_table", "write_csv"]
 
@@ -73,6 +73,10 @@ def grade_submissions(folder: str | os.PathLike[str], *,
     say = progress or (lambda line: None)
     rows = []
     paths = submissions_in(folder)
+    if options.get("catalogue") is not None:  # validated once, not once per submission
+        jobs = options.get("jobs") or _default_jobs()
+        options["catalogue"] = checked_catalogue(options["catalogue"], jobs,
+                                                 options.get("clean_timeout", 600.0))
     for number, path in enumerate(paths, start=1):
         started = time.monotonic()
         try:

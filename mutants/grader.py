@@ -54,7 +54,8 @@ from spec_verify.errors import InvalidArgument
 
 from ._runner import HarmfulRun, RunFailure, RunOutcome, RunPool, RunRequest
 from ._source import canary_sources, reference_sources
-from .catalogue import CATALOGUE, Mutant, apply_mutant, mutant_by_id
+from .catalogue import CATALOGUE, Mutant, UnknownMutant, apply_mutant, mutant_by_id
+from .custom import CustomCatalogue, check_kill_tests, hint_of, load_catalogue
 from .lottery import clean_reruns_needed
 
 __all__ = [
@@ -67,6 +68,7 @@ __all__ = [
     "MutantState",
     "Refusal",
     "SuiteNotFound",
+    "checked_catalogue",
     "grade",
     "pytest_arguments",
     "run_mutants",
@@ -136,6 +138,8 @@ class MutantResult:
         seconds: the run's wall time.
         tests_run: tests that ran to the end before it stopped.
         details: the killing test's traceback (as pytest printed it), when killed.
+        hint: for a survivor only, what the suite missed (the pitfall's text,
+            ``custom.hint_of``); empty for every detected mutant.
     """
 
     mutant_id: str
@@ -146,6 +150,7 @@ class MutantResult:
     seconds: float
     tests_run: int = 0
     details: str = ""
+    hint: str = ""
 
 
 @dataclass(frozen=True)
@@ -169,6 +174,8 @@ class GradeResult:
         refusal: why the suite got no grade.
         sandbox: which protections sealed every run off (namespaces, fresh /proc, read-only
             harness, uid, capabilities).
+        custom: the instructors' catalogue entries among the graded mutants (``--catalogue``),
+            which the reports look up by id beside the built-in ones.
     """
 
     grade: float
@@ -189,6 +196,8 @@ class GradeResult:
     score_definition: str = SCORE_DEFINITION
     # which protections held around every run (``spec_verify._sandbox.Protections`` as JSON)
     sandbox: Mapping[str, Any] | None = None
+    custom: tuple[Mutant, ...] = ()
+    catalogue: str = ""  # the instructors' catalogue file, when one of its entries was graded
 
     def count(self, state: MutantState) -> int:
         """How many mutants ended in ``state``."""
@@ -299,13 +308,29 @@ def _check_options(jobs: int, timeout_factor: float, min_timeout: float, clean_t
                               "1 win in 100")
 
 
-def _selected(mutant_ids: Sequence[str] | None) -> tuple[Mutant, ...]:
+def _selected(mutant_ids: Sequence[str] | None,
+              custom: CustomCatalogue | None = None) -> tuple[Mutant, ...]:
+    """The graded mutants: ``mutant_ids`` from the built-in catalogue and ``custom``'s entries
+    (mixed freely); by default the custom catalogue's entries when one is given, else the
+    built-in catalogue."""
     if mutant_ids is None:
-        return CATALOGUE
-    chosen = tuple(mutant_by_id(i) for i in dict.fromkeys(mutant_ids))
+        return CATALOGUE if custom is None else custom.mutants
+    own = {} if custom is None else custom.by_id()
+    chosen: list[Mutant] = []
+    for mutant_id in dict.fromkeys(mutant_ids):
+        if mutant_id in own:
+            chosen.append(own[mutant_id])
+            continue
+        try:
+            chosen.append(mutant_by_id(mutant_id))
+        except UnknownMutant as exc:
+            if custom is None:
+                raise
+            raise UnknownMutant("mutants", mutant_id, f"{exc.rule}, nor in {custom.path} "
+                                f"({', '.join(own)})", exc.fix) from None
     if not chosen:
         raise InvalidArgument("mutants", list(mutant_ids), "must name at least one mutant")
-    return chosen
+    return tuple(chosen)
 
 
 def _plural(n: int, word: str) -> str:
@@ -445,9 +470,10 @@ class _Grading:
         for i, (mutant, outcome) in enumerate(zip(chosen, outcomes, strict=True)):
             state, killed_by, reason = _classify(outcome, self.limit)
             details = outcome.failures[0].details if killed_by is not None else ""
-            results.append(MutantResult(mutant.id, mutant.title, state, killed_by, reason,
-                                        outcome.seconds, outcome.passed + len(outcome.failures),
-                                        details))
+            results.append(MutantResult(
+                mutant.id, mutant.title, state, killed_by, reason, outcome.seconds,
+                outcome.passed + len(outcome.failures), details,
+                hint_of(mutant) if state is MutantState.SURVIVED else ""))
             if state.detected:
                 plan += [i] * confirmations
         if not plan:
@@ -532,6 +558,7 @@ def grade(
     progress: Callable[[str], None] | None = None,
     order_seed: int | None = None,
     allow_unsealed: bool = False,
+    catalogue: str | os.PathLike[str] | CustomCatalogue | None = None,
 ) -> GradeResult:
     """Grade the pytest suite at ``path`` (a folder or one test file) by the mutants it kills.
 
@@ -559,12 +586,16 @@ def grade(
             (a suite that knew the order could cheat).
         allow_unsealed: grade even where the runs cannot be sealed off (no PID or mount
             namespace): the result's ``sandbox`` says what did not hold.
+        catalogue: an instructors' catalogue file (``custom.load_catalogue``), or one loaded
+            already; its entries are graded by default, or mixed with built-in ids through
+            ``mutants``. A file is validated first, its kill tests run (``check_kill_tests``).
 
     Returns:
         The ``GradeResult``; the suite's failures are results, never exceptions.
 
     Raises:
-        SuiteNotFound: ``path`` does not exist. InvalidArgument: bad options.
+        SuiteNotFound: ``path`` does not exist. InvalidArgument: bad options;
+            ``custom.CatalogueError`` (one) names the catalogue entry that cannot be graded.
         MutantDoesNotApply: the catalogue no longer matches the reference (a project bug).
     """
     started = time.monotonic()
@@ -575,7 +606,10 @@ def grade(
     if not suite.exists():
         raise SuiteNotFound("path", str(path), "does not exist",
                             "give a folder of tests or a test file")
-    chosen = _selected(mutants)
+    custom = checked_catalogue(catalogue, jobs, clean_timeout)
+    chosen = _selected(mutants, custom)
+    own = tuple(m for m in chosen if custom is not None and m in custom.mutants)
+    shown = str(custom.path) if own and custom is not None else ""
     if clean_reruns is None:
         clean_reruns = clean_reruns_needed(len(chosen), decoys, confirmations)
     sources = reference_sources()
@@ -616,7 +650,7 @@ def grade(
                 clean_failures=refused.failures, flaky_tests=refused.flaky,
                 time_limit=grading.limit, notes=tuple(grading.notes),
                 seconds=time.monotonic() - started, refusal=refused.refusal,
-                sandbox=sandbox)
+                sandbox=sandbox, custom=own, catalogue=shown)
     detected = sum(1 for r in results if r.state.detected)
     total = len(results)
     return GradeResult(
@@ -625,7 +659,19 @@ def grade(
         suite=str(suite), clean_seconds=tuple(o.seconds for o in grading.clean),
         clean_tests=max(o.passed for o in grading.clean), time_limit=grading.limit,
         notes=tuple(grading.notes), seconds=time.monotonic() - started, sandbox=sandbox,
+        custom=own, catalogue=shown,
     )
+
+
+def checked_catalogue(catalogue: str | os.PathLike[str] | CustomCatalogue | None, jobs: int,
+                       timeout: float) -> CustomCatalogue | None:
+    """``catalogue`` loaded and its kill tests run (once: a checked one is returned as is)."""
+    if catalogue is None:
+        return None
+    loaded = catalogue if isinstance(catalogue, CustomCatalogue) else load_catalogue(catalogue)
+    if loaded.kill_tests_checked:
+        return loaded
+    return check_kill_tests(loaded, jobs=jobs, timeout=timeout, args=pytest_arguments())
 
 
 def run_mutants(

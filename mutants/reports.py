@@ -101,9 +101,13 @@ def terminal_report(result: GradeResult, *, full: bool = True) -> str:
     survivors = [m for m in result.mutants if m.state is MutantState.SURVIVED]
     if survivors:
         lines.append("survived (see `spec-verify mutants show ID`):")
-        lines.extend(f"  {m.mutant_id}  {m.title}" for m in survivors)
+        for m in survivors:
+            lines.append(f"  {m.mutant_id}  {m.title}")
+            if m.hint:
+                lines.append(f"      hint: {m.hint}")
         ids = ",".join(m.mutant_id for m in survivors)
-        lines.append(f"reproduce: spec-verify grade {result.suite} --mutants {ids}")
+        lines.append(f"reproduce: spec-verify grade {result.suite} --mutants {ids}"
+                     + (f" --catalogue {result.catalogue}" if result.catalogue else ""))
     lines.append(f"score: {result.score_definition}")
     return "\n".join(lines) + "\n"
 
@@ -129,6 +133,14 @@ def mutant_location(mutant: Mutant, sources: Mapping[str, str]) -> tuple[str, in
     return file, start, end, region
 
 
+def _mutant(result: GradeResult, mutant_id: str) -> Mutant:
+    """The graded entry ``mutant_id``: an instructors' one of ``result``, else a built-in."""
+    for mutant in result.custom:
+        if mutant.id == mutant_id:
+            return mutant
+    return mutant_by_id(mutant_id)
+
+
 def mutation_testing_report(result: GradeResult,
                             sources: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The grade in the mutation-testing-elements schema (version 2)."""
@@ -137,9 +149,9 @@ def mutation_testing_report(result: GradeResult,
     test_files: dict[str, dict[str, Any]] = {}
     ids = [m.mutant_id for m in result.mutants]
     for mutant_id in ids or []:
-        apply_mutant(mutant_by_id(mutant_id), tree)  # fails loudly if the catalogue drifted
+        apply_mutant(_mutant(result, mutant_id), tree)  # fails loudly if the catalogue drifted
     for m in result.mutants:
-        mutant = mutant_by_id(m.mutant_id)
+        mutant = _mutant(result, m.mutant_id)
         file, start, end, replacement = mutant_location(mutant, tree)
         entry = files.setdefault(f"reference/{file}", {
             "language": "python", "source": tree[file], "mutants": []})
@@ -157,6 +169,8 @@ def mutation_testing_report(result: GradeResult,
             "duration": round(1000 * m.seconds),
             "testsCompleted": m.tests_run,
         }
+        if m.hint:  # survivors only: what the suite missed
+            record["hint"] = m.hint
         if m.killed_by:
             record["killedBy"] = [m.killed_by]
             test_file, _, name = m.killed_by.partition("::")
@@ -200,7 +214,8 @@ def gradescope_results(result: GradeResult) -> dict[str, Any]:
             "max_score": 1,
             "status": "passed" if detected else "failed",
             "output": f"{m.state.value}: {_verdict(m)}" + (
-                f"\n\n{m.details.rstrip()}" if m.details else ""),
+                f"\n\n{m.details.rstrip()}" if m.details else "") + (
+                f"\n\nhint: {m.hint}" if m.hint else ""),
         })
     return {
         "score": result.detected,

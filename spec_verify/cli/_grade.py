@@ -49,7 +49,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("-j", "--jobs", type=int, default=None, metavar="N",
                         help="runs at a time (default: the available CPUs)")
     parser.add_argument("--mutants", default=None, metavar="IDS",
-                        help="comma-separated catalogue ids to grade against (default: all)")
+                        help="comma-separated mutant ids to grade against, built-in or from "
+                        "--catalogue (default: the --catalogue file's, else the 36 built-in)")
+    parser.add_argument("--catalogue", metavar="FILE", default=None,
+                        help="an instructors' catalogue (JSON, docs/grading.md): its mutants "
+                        "are graded (mix with built-in ones through --mutants); every entry "
+                        "is checked first, its kill test run on it")
     add_json_option(parser, "a mutation-testing-elements report")
     parser.add_argument("--gradescope", metavar="FILE", help="write Gradescope's results.json")
     parser.add_argument("--junit", metavar="FILE", help="write JUnit XML")
@@ -116,7 +121,7 @@ def run(args: argparse.Namespace) -> int:  # noqa: PLR0911 (one return per exit 
             min_timeout=args.min_timeout, clean_timeout=args.clean_timeout, decoys=args.decoys,
             repeats=args.repeats, confirmations=args.confirmations,
             clean_reruns=args.clean_reruns, progress=progress,
-            allow_unsealed=args.allow_unsealed,
+            allow_unsealed=args.allow_unsealed, catalogue=args.catalogue,
         )
     except InvalidArgument as error:
         print(f"spec-verify grade: error: {error}", file=sys.stderr)
@@ -195,7 +200,7 @@ def _batch(args: argparse.Namespace, mutants: list[str] | None,
             timeout_factor=args.timeout_factor, min_timeout=args.min_timeout,
             clean_timeout=args.clean_timeout, decoys=args.decoys, repeats=args.repeats,
             confirmations=args.confirmations, clean_reruns=args.clean_reruns,
-            allow_unsealed=args.allow_unsealed)
+            allow_unsealed=args.allow_unsealed, catalogue=args.catalogue)
     except InvalidArgument as error:
         print(f"spec-verify grade: error: {error}", file=sys.stderr)
         return ExitCode.USAGE_ERROR
