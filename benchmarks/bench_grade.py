@@ -117,7 +117,7 @@ def call_costs(calls: int) -> tuple[float, float]:
     """Microseconds per ``verify_draft`` + ``rng.random()`` pair (the example suite's loop),
     in-process and through the proxy of a served sampler (one forked child, as in a run)."""
     import spec_verify.reference as real
-    from spec_verify.adapters._wire import send_message
+    from spec_verify.ipc.frames import send_message
     from spec_verify.mutants._proxy import connect
     from spec_verify.mutants._sampler import serve
     from spec_verify.mutants._source import reference_sources

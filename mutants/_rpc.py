@@ -11,10 +11,11 @@ reference to the side that owns it, and calls, attribute reads and writes, and t
 builtins in ``BUILTINS`` on a reference go back to that side.
 
 One conversation, strictly alternating: a side sends a request and serves the peer's nested
-requests (callbacks) until its own reply arrives. Frames are ``spec_verify.adapters._wire``
-messages (JSON header plus one raw byte blob for every array, bytes and scalar of the message;
-never pickle). A side never sends code, tracebacks or source: an exception travels as its type,
-its arguments and its public attributes.
+requests (callbacks) until its own reply arrives. Frames are ``spec_verify.ipc.frames``'s
+buffered fast path (JSON header plus one raw byte blob for every array, bytes and scalar of
+the message; never pickle); errors are ``spec_verify.ipc.errors``. A side never sends code,
+tracebacks or source: an exception travels as its type, its arguments and its public
+attributes.
 
 What a peer may ask of the *serving* side is limited (``Endpoint.restricted``): no attribute
 whose name starts with ``_`` (so no ``__code__``, ``__globals__``, ``__loader__``, module
@@ -25,13 +26,10 @@ from __future__ import annotations
 
 import builtins
 import copy
-import json
 import math
 import operator
 import re
-import select
 import socket
-import struct
 import threading
 from collections.abc import Callable, Mapping
 from fractions import Fraction
@@ -39,21 +37,22 @@ from typing import Any
 
 import numpy as np
 
+from spec_verify.ipc.errors import (
+    FrameError,
+    FrameTooLarge,
+    PeerClosed,
+    ProtocolError,
+    RemoteError,
+)
+from spec_verify.ipc.frames import BlobReader, encode_blob_frame
+
 __all__ = [
-    "BUILTINS", "MAGIC", "Endpoint", "FrameError", "FrameReader", "FrameTooLarge", "PeerClosed",
-    "ProtocolError", "Remote", "RemoteError", "encode_frame", "pickle_handle",
+    "BUILTINS", "Endpoint", "FrameError", "FrameTooLarge", "PeerClosed", "ProtocolError",
+    "Remote", "RemoteError", "pickle_handle",
 ]
 
 _MAX_ITEMS = 1 << 20  # elements of one container, either way
 _DTYPE = re.compile(r"[<>|=][biufc][0-9]{1,2}")
-
-
-class ProtocolError(Exception):
-    """The peer sent something outside the protocol (a broken or hostile peer)."""
-
-
-class RemoteError(Exception):
-    """An exception of the peer whose type has no counterpart here (its name and message)."""
 
 
 def _call(function: Any, *args: Any, **kwargs: Any) -> Any:
@@ -214,7 +213,7 @@ class Endpoint:
                  exception_key: Callable[[type[BaseException]], str | None] | None = None,
                  ) -> None:
         self.sock = sock
-        self._frames = FrameReader(sock)
+        self._frames = BlobReader(sock)
         self.restricted = restricted
         self._make_proxy = make_proxy or _make_remote
         self._class_key = class_key or (lambda value: None)
@@ -455,7 +454,11 @@ class Endpoint:
                     except (AttributeError, TypeError, ProtocolError):
                         continue
         if kind is RemoteError:
-            error.args = (f"{data.get('module')}.{data.get('name')}: {data.get('message')}",)
+            remote = error
+            assert isinstance(remote, RemoteError)
+            remote.type_name = f"{data.get('module')}.{data.get('name')}"
+            remote.message = str(data.get("message"))
+            error.args = (f"{remote.type_name}: {remote.message}",)
         number = data.get("mine")
         if isinstance(number, int):
             # so that the same exception, handed back to the peer, is its original
@@ -470,7 +473,7 @@ class Endpoint:
             released, self._released = self._released, []
         header["rel"] = released
         try:
-            self.sock.sendall(encode_frame(header, blob))
+            self.sock.sendall(encode_blob_frame(header, blob))
         except OSError as exc:
             raise PeerClosed(f"the peer is gone ({exc})") from exc
 
@@ -522,9 +525,11 @@ class Endpoint:
                 raise ProtocolError("a request's values must be a list")
             result = self._dispatch(message, values)
             reply = {"k": "ok", "v": self.encode(result, blob)}
-        except (FrameError, MemoryError):
+        except MemoryError:
             raise
         except BaseException as error:
+            if isinstance(error, FrameError) and not isinstance(error, ProtocolError):
+                raise  # the stream is broken: nothing can be answered on it
             if isinstance(error, (KeyboardInterrupt, SystemExit)) and not self.restricted:
                 raise
             blob = bytearray()
@@ -585,105 +590,6 @@ class Endpoint:
 
     def builtin(self, name: str, *args: Any, **kwargs: Any) -> Any:
         return self.request({"op": "builtin", "name": name}, [*args, dict(kwargs)])
-
-
-# ---- frames ----------------------------------------------------------------------------------
-# The wire format of ``spec_verify.adapters._wire`` (prefix: magic, header length, body length;
-# the JSON envelope ``{"header": ..., "arrays": [...]}``; the body), restricted to what this
-# protocol sends: at most one array, the message's byte blob (``["blob", "|u1", [n]]``). Written
-# and read here rather than by ``send_message``/``recv_message``, for two reasons: a suite makes
-# thousands of calls, each two frames, and the general reader's three system calls, poll and
-# array listing were about half of a round trip's CPU (``benchmarks/bench_grade.py`` prints the
-# cost of a call); and the suite's process must not import ``spec_verify.adapters`` (its
-# ``__init__`` imports the installed reference: the worker could not preload the proxy, so
-# every run imported and compiled some thirty modules, the reference among them, about a third
-# of a second). ``tests/mutants/test_proxy.py`` checks both ways that the frames are the wire's.
-
-MAGIC = b"SVW1"
-MAX_HEADER = 16 << 20  # bytes of JSON header, as the wire's limits
-MAX_BODY = 256 << 20  # bytes of body
-_PREFIX = struct.Struct("<4sIQ")
-_CHUNK = 1 << 16
-# made once: json.dumps with options builds an encoder per call, json.loads sniffs the encoding
-_JSON_OUT = json.JSONEncoder(separators=(",", ":"), allow_nan=True)
-_JSON_IN = json.JSONDecoder()
-
-
-class FrameError(Exception):
-    """A frame that breaks the wire format (a broken or hostile peer): the stream is unusable."""
-
-
-class FrameTooLarge(FrameError):
-    """A frame past ``MAX_HEADER``/``MAX_BODY`` (nothing is allocated for it)."""
-
-
-class PeerClosed(FrameError):
-    """The peer closed the stream between frames."""
-
-
-def encode_frame(header: dict[str, Any], blob: bytes | bytearray) -> bytes:
-    """One frame of the wire format: ``header`` and ``blob`` as the wire's array ``blob``."""
-    listing = [["blob", "|u1", [len(blob)]]] if blob else []
-    try:
-        text = _JSON_OUT.encode({"header": header, "arrays": listing}).encode("utf-8")
-    except (TypeError, ValueError) as exc:
-        raise FrameError(f"header is not plain JSON data: {exc}") from exc
-    if len(text) > MAX_HEADER or len(blob) > MAX_BODY:
-        raise FrameTooLarge(f"a frame of {len(text)} header and {len(blob)} body bytes; the "
-                            f"limits are {MAX_HEADER} and {MAX_BODY}")
-    return b"".join((_PREFIX.pack(MAGIC, len(text), len(blob)), text, blob))
-
-
-class FrameReader:
-    """Reads this protocol's frames from a socket, buffered: one system call per frame when
-    it is whole in the socket (the usual case), never reading past what the peer sent."""
-
-    def __init__(self, sock: socket.socket) -> None:
-        self.sock = sock
-        self.buffer = bytearray()
-
-    def _fill(self, size: int, started: bool) -> None:
-        while len(self.buffer) < size:
-            try:
-                chunk = self.sock.recv(max(_CHUNK, size - len(self.buffer)))
-            except (BlockingIOError, InterruptedError):
-                select.select([self.sock], [], [])
-                continue
-            except ConnectionResetError as exc:
-                chunk = b""
-                if not started and not self.buffer:
-                    raise PeerClosed(f"the peer reset the stream ({exc})") from exc
-            if not chunk:
-                if not started and not self.buffer:
-                    raise PeerClosed("the peer closed the stream")
-                raise FrameError(f"truncated frame: the stream ended after {len(self.buffer)} "
-                                f"of {size} bytes")
-            self.buffer += chunk
-
-    def read(self) -> tuple[dict[str, Any], memoryview]:
-        """The next frame's header and blob (empty when the frame has no array)."""
-        self._fill(_PREFIX.size, started=False)
-        magic, size, body = _PREFIX.unpack_from(self.buffer)
-        if magic != MAGIC:
-            raise FrameError(f"bad frame magic {bytes(magic)!r}: not our protocol")
-        if size > MAX_HEADER or body > MAX_BODY:
-            raise FrameTooLarge(f"a frame of {size} header and {body} body bytes announced")
-        end = _PREFIX.size + size + body
-        self._fill(end, started=True)
-        text = bytes(self.buffer[_PREFIX.size:_PREFIX.size + size])
-        blob = bytes(self.buffer[_PREFIX.size + size:end])
-        del self.buffer[:end]
-        try:
-            envelope = _JSON_IN.decode(text.decode("utf-8"))
-        except (ValueError, RecursionError) as exc:
-            raise FrameError(f"the frame header is not JSON: {exc}") from exc
-        if not (isinstance(envelope, dict) and set(envelope) == {"header", "arrays"}
-                and isinstance(envelope["header"], dict)):
-            raise FrameError("the frame header must be {'header': {...}, 'arrays': [...]}")
-        listing = envelope["arrays"]
-        if listing != ([["blob", "|u1", [body]]] if body else []):
-            raise ProtocolError("a message's arrays must be one byte blob")
-        return envelope["header"], memoryview(blob)
 
 
 class _MethodMarker:

@@ -39,8 +39,9 @@ from spec_verify.adapters._process import (
     children,
     reap_all_children,
 )
-from spec_verify.adapters._wire import WireError, send_message
 from spec_verify.errors import SpecVerifyError
+from spec_verify.ipc.errors import WireError
+from spec_verify.ipc.frames import send_message
 from spec_verify.mutants._cores import available_cores, pick_core
 
 __all__ = ["HarmfulRun", "RunFailure", "RunOutcome", "RunPool", "RunRequest", "WorkerError"]

@@ -225,7 +225,7 @@ def load(sources: Mapping[str, str]) -> ModuleType:
 
 def serve(sock: socket.socket) -> None:
     """Everything a served child does: read the tree, load it, serve until closed."""
-    from spec_verify.adapters._wire import recv_message
+    from spec_verify.ipc.frames import recv_message
 
     from ._rpc import Endpoint
 
@@ -259,7 +259,7 @@ def main() -> int:
     control = socket.socket(fileno=int(sys.argv[1]))
     import numpy  # noqa: F401 (imported once here, before any fork)
 
-    from spec_verify.adapters import _wire  # noqa: F401
+    from spec_verify.ipc import errors, frames  # noqa: F401
 
     from . import _load, _rpc  # noqa: F401
 
@@ -279,7 +279,8 @@ def main() -> int:
         request = json.loads(data)
         token = str(request.get("token"))
         if request.get("op") == "precompile" and fds:
-            from spec_verify.adapters._wire import WireError, recv_message
+            from spec_verify.ipc.errors import WireError
+            from spec_verify.ipc.frames import recv_message
 
             with socket.socket(fileno=fds.pop()) as source, contextlib.suppress(WireError,
                                                                                  OSError):

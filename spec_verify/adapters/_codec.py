@@ -1,4 +1,4 @@
-"""Values and exceptions as wire data (the message schema that ``_wire`` frames carry).
+"""Values and exceptions as wire data (the message schema that ``ipc.frames`` frames carry).
 
 A value becomes JSON plus named arrays: ``None``, bools, ints, floats and strings as they
 are; lists as lists; everything else as a one-key tagged object (``{"$t": [...]}`` a tuple,
@@ -20,13 +20,14 @@ from typing import Any
 
 import numpy as np
 
-from spec_verify.adapters._wire import DTYPES, WireError
 from spec_verify.errors import (
     ImplementationError,
     InvalidArgument,
     InvalidDistribution,
     UnknownImplementation,
 )
+from spec_verify.ipc.errors import RemoteError, WireError
+from spec_verify.ipc.frames import DTYPES
 from spec_verify.reference.errors import (
     ContextTooLong,
     ContractError,
@@ -72,16 +73,6 @@ ERROR_TYPES: dict[str, type[Exception]] = {
 
 class NotData(TypeError):
     """A value of a type that cannot cross the wire."""
-
-
-class RemoteError(Exception):
-    """An exception raised on the other side, of a type not in ``ERROR_TYPES``: its type name
-    and message travel as text."""
-
-    def __init__(self, type_name: str, message: str) -> None:
-        super().__init__(f"{type_name}: {message}")
-        self.type_name = type_name
-        self.message = message
 
 
 class RemoteValueError(RemoteError, ValueError):

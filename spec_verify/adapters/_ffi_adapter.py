@@ -1,7 +1,7 @@
 """The ``ffi:path/to/lib.so`` adapter: a C-ABI library driven from a worker process.
 
 The library is loaded only in a worker (``spec_verify.adapters._ffi_worker``, started by
-``_process.WorkerProcess`` and spoken to in ``_wire`` frames), never in the harness: a
+``_process.WorkerProcess`` and spoken to in ``ipc.frames`` frames), never in the harness: a
 segfault, an abort, an ``exit()`` or a hang in it ends the worker, and the call raises
 ``ImplementationError`` saying what happened (signal, exit status, the time limit, the tail of
 its stderr). The next call starts a fresh worker; a function that hung once is not called again
@@ -44,13 +44,14 @@ from spec_verify.adapters._implementations import (
     check_verify_result,
 )
 from spec_verify.adapters._process import WorkerProcess, with_sandbox
-from spec_verify.adapters._wire import WireError, require
 from spec_verify.errors import (
     BudgetExhausted,
     ImplementationError,
     InvalidArgument,
     UnknownImplementation,
 )
+from spec_verify.ipc.errors import WireError
+from spec_verify.ipc.frames import require
 from spec_verify.reference.pcg32 import Pcg32
 from spec_verify.reference.sampling import SamplingParams
 from spec_verify.uniforms import ScriptedUniforms, TooManyDraws, results_or_raised

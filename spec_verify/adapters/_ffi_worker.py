@@ -2,7 +2,7 @@
 
 Run by ``_ffi_adapter`` through ``_process.WorkerProcess`` as ``python -m
 spec_verify.adapters._ffi_worker FD PATH``; ``FD`` is its end of a socket pair carrying
-``_wire`` frames (JSON headers of the schema below, arrays as raw bytes; never pickle). If the
+``ipc.frames`` frames (JSON headers of the schema below, arrays as raw bytes; never pickle). If the
 library segfaults, aborts or hangs, only this process dies (or is killed with every process it
 started), and the parent turns that into an ``ImplementationError``.
 
@@ -44,8 +44,9 @@ from spec_verify.adapters._codec import (
 )
 from spec_verify.adapters._ffi import PARAM_FIELDS, CallbackFailed, Library, SvSamplingParams
 from spec_verify.adapters._process import harden_worker
-from spec_verify.adapters._wire import WireError, recv_message, require, send_message
 from spec_verify.errors import ImplementationError, UnknownImplementation
+from spec_verify.ipc.errors import WireError
+from spec_verify.ipc.frames import recv_message, require, send_message
 from spec_verify.reference.errors import InvalidParams
 
 __all__ = ["MAX_THREADS", "main", "run_batch", "run_call"]

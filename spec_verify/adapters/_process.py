@@ -1,5 +1,5 @@
 """A worker process, seen from the harness: started in its own session, spoken to over the
-data-only wire (``_wire``), bounded in everything it can make the harness wait for or store,
+data-only wire (``ipc.frames``), bounded in everything it can make the harness wait for or store,
 and killed with every process it started.
 
 Why each piece:
@@ -40,14 +40,9 @@ from typing import Any
 
 from spec_verify._sandbox import NOBODY, Protections, harness_paths
 from spec_verify.adapters._pid1 import parse_status
-from spec_verify.adapters._wire import (
-    PeerClosed,
-    WireError,
-    WireTimeout,
-    recv_message,
-    send_message,
-)
 from spec_verify.errors import ImplementationError, SpecVerifyError
+from spec_verify.ipc.errors import PeerClosed, WireError, WireTimeout
+from spec_verify.ipc.frames import recv_message, send_message
 
 __all__ = [
     "MEMORY_LIMIT",
@@ -387,7 +382,7 @@ class WorkerProcess:
     """One worker process running ``python -m <module> FD *args``; every wait is bounded.
 
     ``module``'s ``main(argv)`` gets ``argv = [module, FD, *args]``; FD is its end of a socket
-    pair carrying ``_wire`` frames. The first frame it sends is its greeting.
+    pair carrying ``ipc.frames`` frames. The first frame it sends is its greeting.
     """
 
     def __init__(

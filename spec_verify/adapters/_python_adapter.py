@@ -49,13 +49,14 @@ from spec_verify.adapters._remote import (
     answer,
     call_method,
 )
-from spec_verify.adapters._wire import WireError, require
 from spec_verify.errors import (
     BudgetExhausted,
     ImplementationError,
     InvalidArgument,
     UnknownImplementation,
 )
+from spec_verify.ipc.errors import WireError
+from spec_verify.ipc.frames import require
 from spec_verify.uniforms import DrewPastScript, ScriptedUniforms, TooManyDraws, results_or_raised
 
 __all__ = ["DEFAULT_CALL_TIMEOUT", "WorkerImplementation"]

@@ -25,8 +25,9 @@ from spec_verify.adapters._codec import encode_error
 from spec_verify.adapters._generation_request import GenerationRequest, draw_generation
 from spec_verify.adapters._process import harden_worker
 from spec_verify.adapters._remote import Handles, answer, call_checked
-from spec_verify.adapters._wire import WireError, recv_message, send_message
 from spec_verify.errors import UnknownImplementation
+from spec_verify.ipc.errors import WireError
+from spec_verify.ipc.frames import recv_message, send_message
 from spec_verify.uniforms import DrewPastScript, ScriptedUniforms, TooManyDraws
 
 __all__ = ["Toolbox", "main"]

@@ -8,7 +8,7 @@ the reference's parameters) go the other way: the worker gets proxies, and each 
 *callback* the harness answers while it waits. So every tier drives a worker exactly as it
 drove the module, while nothing the implementation owns ever runs in the harness.
 
-Frames (``_wire``; values in the ``_codec`` schema, ``{"$h": n}`` an object of the sender,
+Frames (``ipc.frames``; values in the ``_codec`` schema, ``{"$h": n}`` an object of the sender,
 ``{"$o": n}`` one of the receiver):
 
 - requests ``{"kind": "call", "target": n, "attr": name | null, "args": [...], "kwargs":
@@ -37,7 +37,8 @@ from spec_verify.adapters._codec import (
     encode_error,
     encode_value,
 )
-from spec_verify.adapters._wire import WireError, require
+from spec_verify.ipc.errors import WireError
+from spec_verify.ipc.frames import require
 
 __all__ = [
     "Handles",

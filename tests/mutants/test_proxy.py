@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 import spec_verify.reference as real
-from spec_verify.adapters._wire import send_message
+from spec_verify.ipc.frames import send_message
 from spec_verify.mutants import _rpc
 from spec_verify.mutants._proxy import connect
 from spec_verify.mutants._rpc import Endpoint, ProtocolError, Remote
@@ -342,52 +342,6 @@ def test_private_names_only_for_the_project_s_own_tests():
     finally:
         sock.close()
         os.waitpid(pid, 0)
-
-
-def test_the_rpc_frames_are_the_wire_s_frames():
-    import struct
-    import time
-
-    from spec_verify.adapters import _wire
-    from spec_verify.adapters._wire import recv_message
-
-    assert _rpc.MAGIC == _wire.MAGIC
-    header = {"k": "req", "v": [1, "x", {"t": "bytes", "o": 0, "n": 10}], "rel": []}
-    blob = bytes(range(10))
-    a, b = socket.socketpair()
-    with a, b:
-        a.sendall(_rpc.encode_frame(header, blob))  # ours, read by the wire's reader
-        got, arrays = recv_message(b, time.monotonic() + 5)
-        assert got == header and arrays["blob"].tobytes() == blob and set(arrays) == {"blob"}
-        send_message(a, header, {"blob": np.frombuffer(blob, dtype=np.uint8)})  # the wire's
-        send_message(a, {"k": "ok", "v": None})
-        reader = _rpc.FrameReader(b)
-        first, second = reader.read(), reader.read()
-        assert first[0] == header and bytes(first[1]) == blob
-        assert second[0] == {"k": "ok", "v": None} and bytes(second[1]) == b""
-        # what a broken or hostile peer may send instead
-        send_message(a, {"k": "ok"}, {"blob": np.zeros(2, np.uint8), "x": np.zeros(1)})
-        with pytest.raises(ProtocolError, match="one byte blob"):
-            reader.read()
-        a.sendall(struct.pack("<4sIQ", _wire.MAGIC, 1 << 30, 0))
-        with pytest.raises(_rpc.FrameTooLarge):
-            reader.read()
-    c, d = socket.socketpair()
-    with c, d:
-        c.sendall(b"XXXX" + bytes(12))
-        with pytest.raises(_rpc.FrameError, match="magic"):
-            _rpc.FrameReader(d).read()
-    e, f = socket.socketpair()
-    with f:
-        e.sendall(_rpc.encode_frame({"k": "ok"}, b"")[:20])
-        e.close()
-        with pytest.raises(_rpc.FrameError, match="truncated"):
-            _rpc.FrameReader(f).read()
-    g, h = socket.socketpair()
-    with h:
-        g.close()
-        with pytest.raises(_rpc.PeerClosed):
-            _rpc.FrameReader(h).read()
 
 
 def test_a_precompiled_tree_is_not_compiled_again(monkeypatch):

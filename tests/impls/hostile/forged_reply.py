@@ -6,7 +6,7 @@ import socket
 import sys
 from typing import Any
 
-from spec_verify.adapters._wire import send_message
+from spec_verify.ipc.frames import send_message
 
 from ._wrong import *  # noqa: F403
 

@@ -12,14 +12,13 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
-from spec_verify.adapters._wire import (
+from spec_verify.ipc.errors import FrameTooLarge, PeerClosed, ProtocolError, WireError, WireTimeout
+from spec_verify.ipc.frames import (
     LIMITS,
     MAGIC,
-    FrameTooLarge,
+    BlobReader,
     Limits,
-    PeerClosed,
-    WireError,
-    WireTimeout,
+    encode_blob_frame,
     recv_message,
     require,
     send_message,
@@ -202,3 +201,65 @@ def test_require_checks_types() -> None:
 
 def test_default_limits_are_finite() -> None:
     assert 0 < LIMITS.max_header < 2**32 and 0 < LIMITS.max_body < 2**40
+
+
+# ---- the buffered fast path reads and writes the same frames ----------------------------
+
+
+def test_blob_frames_are_the_general_path_s_frames():
+    header = {"k": "req", "v": [1, "x", {"t": "bytes", "o": 0, "n": 10}], "rel": []}
+    blob = bytes(range(10))
+    a, b = socket.socketpair()
+    with a, b:
+        a.sendall(encode_blob_frame(header, blob))  # the fast path, read by the general one
+        got, arrays = recv_message(b, _soon())
+        assert got == header and arrays["blob"].tobytes() == blob and set(arrays) == {"blob"}
+        send_message(a, header, {"blob": np.frombuffer(blob, dtype=np.uint8)})  # the general
+        send_message(a, {"k": "ok", "v": None})
+        reader = BlobReader(b)
+        first, second = reader.read(), reader.read()
+        assert first[0] == header and bytes(first[1]) == blob
+        assert second[0] == {"k": "ok", "v": None} and bytes(second[1]) == b""
+        # what a broken or hostile peer may send instead
+        send_message(a, {"k": "ok"}, {"blob": np.zeros(2, np.uint8), "x": np.zeros(1)})
+        with pytest.raises(ProtocolError, match="one byte blob"):
+            reader.read()
+        a.sendall(struct.pack("<4sIQ", MAGIC, 1 << 30, 0))
+        with pytest.raises(FrameTooLarge):
+            reader.read()
+    c, d = socket.socketpair()
+    with c, d:
+        c.sendall(b"XXXX" + bytes(12))
+        with pytest.raises(WireError, match="magic"):
+            BlobReader(d).read()
+    e, f = socket.socketpair()
+    with f:
+        e.sendall(encode_blob_frame({"k": "ok"}, b"")[:20])
+        e.close()
+        with pytest.raises(WireError, match="truncated"):
+            BlobReader(f).read()
+    g, h = socket.socketpair()
+    with h:
+        g.close()
+        with pytest.raises(PeerClosed):
+            BlobReader(h).read()
+
+
+def test_a_blob_frame_above_the_limits_is_refused_before_sending():
+    with pytest.raises(FrameTooLarge, match="limits are"):
+        encode_blob_frame({"k": "ok"}, bytes(2048), Limits(max_body=1024))
+    with pytest.raises(WireError, match="not plain JSON"):
+        encode_blob_frame({"k": object()}, b"")
+
+
+def test_the_transport_imports_no_other_part_of_the_project():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; import spec_verify.ipc.frames, spec_verify.ipc.errors; "
+        "print(sorted(m for m in sys.modules if m.startswith('spec_verify.') "
+        "and not m.startswith(('spec_verify.ipc', 'spec_verify._checkout'))))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout
