@@ -7,6 +7,7 @@ and without pyplot (no global backend or figure state is touched).
 
 from __future__ import annotations
 
+import io
 import math
 import os
 import re
@@ -17,7 +18,7 @@ from typing import Any
 from spec_verify.errors import SpecVerifyError
 from spec_verify.results import CheckResult, Status
 
-__all__ = ["PlotsUnavailable", "plottable", "write_plots"]
+__all__ = ["PlotsUnavailable", "plottable", "png_bytes", "write_plots"]
 
 _MAX_CELLS = 40  # beyond this the smallest expected cells are drawn as one "other" bar
 _COLOR_BY_STATUS = {
@@ -76,18 +77,31 @@ def write_plots(results: Iterable[CheckResult], directory: str | os.PathLike[str
     chosen = [result for result in results if plottable(result)]
     if not chosen:
         return []
-    figure_type, canvas_type = _matplotlib()
+    _matplotlib()  # a missing matplotlib is said before the folder is made
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
     paths = []
     for result in chosen:
         path = out / f"{_slug(result.tier)}-{_slug(result.name)}.png"
-        figure = figure_type(figsize=(9, 4.8), dpi=100)
-        canvas_type(figure)
-        _draw(figure, result)
-        figure.savefig(path, format="png")
+        path.write_bytes(png_bytes(result))
         paths.append(path)
     return paths
+
+
+def png_bytes(result: CheckResult) -> bytes:
+    """The plot of one plottable result (``plottable``) as PNG bytes (the HTML report inlines
+    them).
+
+    Raises:
+        PlotsUnavailable: matplotlib is not installed.
+    """
+    figure_type, canvas_type = _matplotlib()
+    figure = figure_type(figsize=(9, 4.8), dpi=100)
+    canvas_type(figure)
+    _draw(figure, result)
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png")
+    return buffer.getvalue()
 
 
 def _matplotlib() -> tuple[Any, Any]:

@@ -18,15 +18,20 @@ import xml.etree.ElementTree as ET
 from fractions import Fraction
 from typing import Any
 
+from spec_verify.profiles import claim_of
 from spec_verify.results import SCHEMA_VERSION, CheckResult, Status, versioned
 from spec_verify.runner import CheckReport
 
 __all__ = [
     "SCHEMA_VERSION",
+    "check_rows",
     "format_failures",
     "format_summary",
     "junit_xml",
+    "markdown_summary",
     "report_json",
+    "sandbox_line",
+    "verdict_line",
     "write_acceptance_plot",
     "write_json",
     "write_junit",
@@ -314,3 +319,100 @@ def write_acceptance_plot(
     path = out / "parity-acceptance.png"
     figure.savefig(path, format="png")
     return path
+
+
+# What a report whose run did not complete says instead of a verdict (state -> why).
+_NO_VERDICT = {
+    "running": "the run has not finished (or it died without a verdict)",
+    "usage_error": "nothing was checked: a usage error",
+    "interrupted": "the run was interrupted",
+    "harness_error": "the harness failed",
+}
+
+
+def verdict_line(report: CheckReport, state: str = "complete") -> tuple[str, str]:
+    """``(verdict, detail)``: PASSED, FAILED or NO VERDICT (a run that did not complete), and
+    the counts or why there is none. The HTML page and the Markdown summary lead with it."""
+    if state != "complete":
+        return "NO VERDICT", f"{state}: {_NO_VERDICT.get(state, state)}"
+    counts = report.counts()
+    detail = (
+        f"{counts['passed']} passed, {len(report.failures())} blocking, "
+        f"{counts['skipped']} skipped, {counts['not_applicable']} not applicable, "
+        f"{counts['not_provable']} not provable; profile {report.profile.value}, seed "
+        f"{report.seed}{', --quick' if report.quick else ''}, {report.seconds:.1f} s"
+    )
+    return ("PASSED" if report.passed else "FAILED"), detail
+
+
+def sandbox_line(report: CheckReport) -> str:
+    """What sealed the implementation off, in one line (or that it ran in this process)."""
+    if report.sandbox is None:
+        return "sandbox: none (the implementation ran in the harness's process)"
+    from spec_verify._sandbox import Protections
+
+    return Protections.from_json(report.sandbox).summary()
+
+
+def check_rows(report: CheckReport) -> list[dict[str, Any]]:
+    """One row per check, the one source of the HTML and Markdown tables: tier, check, the
+    claim it makes (law, conformance, efficiency), status, whether it blocks the run, alpha,
+    power, n, message and the reproduction line."""
+    return [
+        {
+            "tier": r.tier,
+            "check": r.name,
+            "claim": claim_of(r.tier, r.name).value,
+            "status": r.status.value,
+            "label": _STATUS_LABEL[r.status],
+            "blocks": report.blocks(r),
+            "alpha": r.alpha,
+            "power": r.details.get("power"),
+            "n": r.n,
+            "seconds": r.seconds,
+            "message": r.message,
+            "repro": r.repro,
+        }
+        for r in report.results
+    ]
+
+
+def _md_cell(text: str, width: int = 300) -> str:
+    """Markdown table cell: one line, HTML-escaped (messages come from the implementation and
+    GitHub renders HTML in a job summary), pipes and backticks escaped."""
+    import html
+
+    line = " ".join(text.split())
+    if len(line) > width:
+        line = line[: width - 3] + "..."
+    return html.escape(line).replace("|", "\\|").replace("`", "\\`")
+
+
+def markdown_summary(report: CheckReport, state: str = "complete") -> str:
+    """A Markdown job summary (``$GITHUB_STEP_SUMMARY``): the verdict, then a table of the
+    checks that block the run and of the skipped ones; passing checks are only counted."""
+    verdict, detail = verdict_line(report, state)
+    mark = {"PASSED": "✅", "FAILED": "❌"}.get(verdict, "⚠️")
+    lines = [
+        f"## {mark} spec-verify check: {verdict}",
+        "",
+        f"<code>{_md_cell(report.impl)}</code>: {_md_cell(detail)}",
+        "",
+        _md_cell(sandbox_line(report)),
+        "",
+    ]
+    shown = [row for row in check_rows(report) if row["blocks"] or row["status"] != "passed"]
+    if shown:
+        lines += ["| check | status | claim | blocks | message | reproduce |",
+                  "|---|---|---|---|---|---|"]
+        shown.sort(key=lambda row: not row["blocks"])  # what fails the run first
+        for row in shown:
+            repro = f"<code>{_md_cell(row['repro'])}</code>" if row["repro"] else ""
+            lines.append(
+                f"| {_md_cell(row['tier'] + '/' + row['check'])} | {row['label']} | "
+                f"{row['claim']} | {'yes' if row['blocks'] else 'no'} | "
+                f"{_md_cell(row['message'])} | {repro} |"
+            )
+    else:
+        lines.append("Every check passed.")
+    return "\n".join(lines) + "\n"

@@ -104,7 +104,8 @@ def reference(reference_worker: Any) -> Iterator[Any]:
 def reference_check(request: pytest.FixtureRequest,
                     tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """``spec-verify check --json`` on the bundled reference at default sizes, run once per test
-    run and shared by every xdist worker: ``{"code", "out", "report"}``. With ``--runslow`` it is
+    run and shared by every xdist worker: ``{"code", "out", "report", "html", "markdown"}``
+(the last two: its ``--html`` and ``--markdown`` files). With ``--runslow`` it is
     the README's whole gate (tests/cli/test_check.py asserts every tier); without, only its
     statistical tier, which tests/tiers/test_statistical.py asserts in both runs (before, the
     full run paid for the statistical tier twice)."""
@@ -120,12 +121,14 @@ def reference_check(request: pytest.FixtureRequest,
 
     def run() -> dict[str, Any]:
         folder = tmp_path_factory.mktemp("reference-check")
-        args = ["check", "--json", str(folder / "r.json"), "--no-progress"]
+        args = ["check", "--json", str(folder / "r.json"), "--html", str(folder / "r.html"),
+                "--markdown", str(folder / "r.md"), "--no-progress"]
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
             code = main(args if whole else [*args, "--tier", "statistical"])
         report = json.loads((folder / "r.json").read_text())
-        return {"code": code, "out": out.getvalue(), "report": report}
+        return {"code": code, "out": out.getvalue(), "report": report,
+                "html": (folder / "r.html").read_text(), "markdown": (folder / "r.md").read_text()}
 
     return computed_once(tmp_path_factory, f"reference-check-{'all' if whole else 'statistical'}",
                          run)

@@ -101,6 +101,10 @@ def register(subparsers: Any) -> None:
     )
     add_json_option(parser, "the report")
     parser.add_argument("--junit", metavar="FILE", help="write a JUnit XML report here")
+    parser.add_argument("--html", metavar="FILE", help="write a self-contained HTML report here "
+                        "(plots inline with the plots extra)")
+    parser.add_argument("--markdown", metavar="FILE", help="write a Markdown summary here: the "
+                        "verdict and the failing and skipped checks (a CI job summary)")
     parser.add_argument("--plots", metavar="DIR", help="write PNG plots here (needs matplotlib)")
     parser.add_argument("--no-progress", action="store_true", help="no progress on stderr")
     parser.add_argument(
@@ -226,14 +230,14 @@ def run(args: argparse.Namespace) -> int:
 def _refused(args: argparse.Namespace, exc: Exception) -> None:
     """Report files asked for say that nothing was checked: a stale passing report must not
     survive a run that checked nothing (a path that cannot be written is left as it is)."""
-    if not (args.json or args.junit):
+    if not (args.json or args.junit or args.html or args.markdown):
         return
     from spec_verify.cli._report_files import ReportFiles, ReportPathError, placeholder_report
 
     stub = placeholder_report(args.impl, args.seed, args.tier or list(_TIERS), args.quick,
                               "usage_error", f"nothing was checked: {exc}")  # fmt: skip
     with contextlib.suppress(ReportPathError, OSError):
-        ReportFiles(args.json, args.junit).write(stub, "usage_error")
+        ReportFiles(args.json, args.junit, args.html, args.markdown).write(stub, "usage_error")
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -264,13 +268,13 @@ def _run(args: argparse.Namespace) -> int:
     # Claim the report files before any work: an unwritable path is a usage error now, and
     # a run that dies from here on leaves a failing report, never the last run's.
     try:
-        files = ReportFiles(args.json, args.junit)
+        files = ReportFiles(args.json, args.junit, args.html, args.markdown)
         files.claim(stub("running", "the run has not finished (or it died without a verdict)"))
     except ReportPathError as exc:
         _say(f"spec-verify check: cannot write the report: {exc}", sys.stderr)
         return ExitCode.USAGE_ERROR
     # the report folders are read-only in every worker's mount namespace (spec_verify/_sandbox)
-    folders = [str(p.parent) for p in (files.json, files.junit) if p is not None]
+    folders = [str(p.parent) for p in files.paths()]
     if args.plots:
         folders.append(os.path.abspath(args.plots))
     previous_folders = os.environ.get(REPORT_FOLDERS)
@@ -329,9 +333,10 @@ def _run(args: argparse.Namespace) -> int:
     failures = reports.format_failures(report)
     if failures:
         _say("\n" + failures, out)
+    kinds = {files.json: "JSON", files.junit: "JUnit", files.html: "HTML",
+             files.markdown: "Markdown"}
     for path in written:
-        kind = "JSON" if path == files.json else "JUnit"
-        _say(f"{kind} report: {path}", out)
+        _say(f"{kinds[path]} report: {path}", out)
     if args.plots:
         try:
             from spec_verify.plots import write_plots

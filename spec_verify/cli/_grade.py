@@ -58,6 +58,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     add_json_option(parser, "a mutation-testing-elements report")
     parser.add_argument("--gradescope", metavar="FILE", help="write Gradescope's results.json")
     parser.add_argument("--junit", metavar="FILE", help="write JUnit XML")
+    parser.add_argument("--html", metavar="FILE", help="write a self-contained HTML page: each "
+                        "mutant's state and, for the ones missed, the pitfall's hint")
     parser.add_argument("--fail-under", type=float, default=0.0, metavar="PCT",
                         help="exit 1 when the grade is below PCT percent (default: 0)")
     parser.add_argument("--timeout-factor", type=float, default=5.0, metavar="F",
@@ -110,7 +112,7 @@ def run(args: argparse.Namespace) -> int:  # noqa: PLR0911 (one return per exit 
         return ExitCode.USAGE_ERROR
     # The report folders are read-only inside every sealed run (spec_verify/_sandbox.py).
     folders = [str(Path(t).expanduser().absolute().parent)
-               for t in (args.json, args.gradescope, args.junit) if t and t != STDOUT]
+               for t in (args.json, args.gradescope, args.junit, args.html) if t and t != STDOUT]
     previous_folders = os.environ.get(REPORT_FOLDERS)
     os.environ[REPORT_FOLDERS] = json.dumps(folders)
     # SIGTERM ends the grading as Ctrl-C does: the runs killed, the temporary folder removed
@@ -157,7 +159,7 @@ def _usage_problem(args: argparse.Namespace) -> str | None:
     if args.csv:
         return "--csv needs --submissions"
     for option, target in (("--json", args.json), ("--gradescope", args.gradescope),
-                           ("--junit", args.junit)):  # fmt: skip
+                           ("--junit", args.junit), ("--html", args.html)):  # fmt: skip
         problem = json_problem(target, option)
         if problem is not None:
             return problem
@@ -165,7 +167,9 @@ def _usage_problem(args: argparse.Namespace) -> str | None:
 
 
 def _write_reports(args: argparse.Namespace, result: Any) -> bool:
-    """Write --json, --gradescope and --junit; False (said on stderr) when one cannot be."""
+    """Write --json, --gradescope, --junit and --html; False (said on stderr) when one cannot
+    be."""
+    from spec_verify.html_report import grade_html
     from spec_verify.mutants.reports import gradescope_results, junit_xml, mutation_testing_report
 
     writers: tuple[tuple[str | None, Callable[[], str]], ...] = (
@@ -173,6 +177,7 @@ def _write_reports(args: argparse.Namespace, result: Any) -> bool:
                                        indent=2)),
         (args.gradescope, lambda: json.dumps(gradescope_results(result), indent=2)),
         (args.junit, lambda: junit_xml(result)),
+        (args.html, lambda: grade_html(result, args.fail_under)),
     )
     for target, render in writers:
         if target == STDOUT:
@@ -180,7 +185,7 @@ def _write_reports(args: argparse.Namespace, result: Any) -> bool:
         elif target:
             try:  # a temporary file beside it, then a rename: never half a report
                 atomic_write(Path(target).expanduser().absolute(),
-                             render() + ("" if target == args.junit else "\n"))
+                             render() + ("" if target in (args.junit, args.html) else "\n"))
             except OSError as exc:
                 print(f"spec-verify grade: error: {exc}", file=sys.stderr)
                 return False

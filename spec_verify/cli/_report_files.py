@@ -48,14 +48,21 @@ def placeholder_report(
 
 
 class ReportFiles:
-    """The ``--json`` and ``--junit`` files of a run (either may be None; ``--json -`` is
-    stdout)."""
+    """The ``--json``, ``--junit``, ``--html`` and ``--markdown`` files of a run (any may be
+    None; ``--json -`` is stdout)."""
 
-    def __init__(self, json_path: str | None, junit_path: str | None) -> None:
+    def __init__(self, json_path: str | None, junit_path: str | None,
+                 html_path: str | None = None, markdown_path: str | None = None) -> None:
         # ``--json -``: the JSON report goes to stdout, once, with the final state
         self.json_stdout = json_path == "-"
         self.json = None if self.json_stdout else _resolve("--json", json_path)
         self.junit = _resolve("--junit", junit_path)
+        self.html = _resolve("--html", html_path)
+        self.markdown = _resolve("--markdown", markdown_path)
+
+    def paths(self) -> list[pathlib.Path]:
+        """The files this run writes (not stdout)."""
+        return [p for p in (self.json, self.junit, self.html, self.markdown) if p is not None]
 
     def write(self, report: CheckReport, state: str) -> list[pathlib.Path]:
         """Write both files atomically; ``state`` goes into the JSON. Returns the paths."""
@@ -78,6 +85,14 @@ class ReportFiles:
         if self.junit is not None:
             atomic_write(self.junit, reports.junit_xml(report) + "\n")
             written.append(self.junit)
+        if self.html is not None:
+            from spec_verify.html_report import check_html
+
+            atomic_write(self.html, check_html(report, state))
+            written.append(self.html)
+        if self.markdown is not None:
+            atomic_write(self.markdown, reports.markdown_summary(report, state))
+            written.append(self.markdown)
         return written
 
     def claim(self, report: CheckReport) -> None:

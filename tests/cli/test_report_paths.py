@@ -1,4 +1,5 @@
-"""Report paths (``--json``, ``--junit``, ``--gradescope``): a regular file or a new name.
+"""Report paths (``--json``, ``--junit``, ``--gradescope``, ``--html``): a regular file or a
+new name.
 
 A device, a folder, a link to a device or a mount point is a usage error before anything runs,
 and nothing there is touched: as root, ``os.replace`` over ``/dev/full`` would have replaced
@@ -34,7 +35,7 @@ def _devices() -> list[str]:
 
 @pytest.mark.parametrize("device", _devices())
 @pytest.mark.parametrize("command", ["check-runs", "grade"])
-@pytest.mark.parametrize("option", ["--json", "--junit"])
+@pytest.mark.parametrize("option", ["--json", "--junit", "--html"])
 def test_a_device_is_a_usage_error_and_stays_a_device(capsys, device, command,
                                                       option) -> None:
     before = os.stat(device)
@@ -121,11 +122,13 @@ def test_grade_reports_are_written_atomically(tmp_path, monkeypatch, capsys) -> 
         json = str(tmp_path / "r.json")
         gradescope = None
         junit = str(tmp_path / "r.xml")
+        html = str(tmp_path / "r.html")
+        fail_under = 0.0
 
     from spec_verify.mutants.grader import GradeResult
 
     result = GradeResult(grade=0.0, detected=0, total=0, graded=False, reason="x", mutants=(),
                          suite="s", clean_seconds=(), clean_tests=0)
     assert grade_cli._write_reports(Args(), result)
-    assert calls == [tmp_path / "r.json", tmp_path / "r.xml"]
+    assert calls == [tmp_path / "r.json", tmp_path / "r.xml", tmp_path / "r.html"]
     assert (tmp_path / "r.json").read_text().startswith("{")
