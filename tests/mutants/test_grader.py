@@ -173,16 +173,21 @@ def test_junit_xml(example_grade):
 
 @pytest.mark.slow
 def test_cli_grade_writes_every_report(tmp_path, capsys):
-    files = {name: tmp_path / name for name in ("mte.json", "results.json", "junit.xml")}
+    files = {name: tmp_path / name
+             for name in ("mte.json", "results.json", "junit.xml", "grade.html")}
     code = main(["grade", str(EXAMPLE), "--mutants", "s05,s11", "-j", "2", "-q", "--decoys", "0",
                  "--json", str(files["mte.json"]), "--gradescope", str(files["results.json"]),
-                 "--junit", str(files["junit.xml"]), "--fail-under", "60"])
+                 "--junit", str(files["junit.xml"]), "--html", str(files["grade.html"]),
+                 "--fail-under", "60"])
     out = capsys.readouterr().out
     assert code == 1  # graded, but 50% is under --fail-under 60
     assert "grade: 1/2 detected = 50.0%" in out
     assert json.loads(files["mte.json"].read_text())["schemaVersion"] == "2"
     assert json.loads(files["results.json"].read_text())["score"] == 1
     assert ET.parse(files["junit.xml"]).getroot().tag == "testsuites"
+    page = files["grade.html"].read_text()
+    assert "<h1>FAILED</h1>" in page and "grade 1/2 detected = 50.0%" in page
+    assert page.count("hint: ") == 1  # the one survivor's pitfall
 
 
 def test_cli_grade_refuses_bad_input(capsys):
