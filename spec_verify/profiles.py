@@ -85,6 +85,16 @@ _CLAIMS: dict[tuple[str, str], tuple[Claim, str]] = {
         "a rejection where p(x) >= q(x) loses acceptance; where p = q it is lossless if the "
         "empty residual falls back to p, and edges/uniforms judges the token it emits",
     ),
+    ("exact", "rule.block"): (
+        Claim.CONFORMANCE,
+        "per fixed draft the law is block verification's (CONTRACT.md section 8), not the output "
+        "law: another lossless rule has another",
+    ),
+    ("exact", "rule.sampler_match"): (
+        Claim.CONFORMANCE,
+        "per fixed draft the law is sampler-match's (CONTRACT.md section 9), not the output law: "
+        "another lossless rule has another",
+    ),
     ("exact", "tree"): (
         Claim.CONFORMANCE,
         "per fixed tree the law is the contract's tree rule's: a lossless multi-draft rule "
@@ -138,12 +148,19 @@ def why_claim(tier: str, name: str) -> str:
 
 
 def not_applicable_reason(
-    tier: str, name: str, profile: Profile, capabilities: frozenset[str]
+    tier: str, name: str, profile: Profile, capabilities: frozenset[str], rule: str = "token"
 ) -> str | None:
     """Why ``tier/name`` does not apply to this run, or None when it does.
 
     ``name`` ``"*"`` asks about the whole tier (the runner then does not run it at all).
+    ``rule``: the verification rule conformance is asked of (``check --rule``); the token
+    rule's own mechanics are not asked of another (``tiers._rules.token_only_reason``).
     """
+    from spec_verify.tiers._rules import token_only_reason
+
+    only_token = token_only_reason(tier, name, rule)
+    if only_token is not None:
+        return only_token
     if _lookup(_GREEDY_CHECKS, tier, name) is not None and "greedy" not in capabilities:
         return "the implementation has no greedy path (it declares sampled-only)"
     if profile is Profile.LOSSLESS and claim_of(tier, name) is Claim.CONFORMANCE:

@@ -45,6 +45,7 @@ from spec_verify.profiles import (
 from spec_verify.results import CheckResult, ExitCode, Progress, Status
 from spec_verify.seeds import check_seed
 from spec_verify.tiers import TIER_NAMES, TIERS, TierEntryPointError, TierSpec, resolve_entry_point
+from spec_verify.tiers._rules import check_rule
 
 __all__ = [
     "DEFAULT_BUDGET",
@@ -57,14 +58,15 @@ __all__ = [
 
 
 
-def result_blocks(result: CheckResult, profile: Profile, allow_not_provable: bool) -> bool:
+def result_blocks(result: CheckResult, profile: Profile, allow_not_provable: bool,
+                  rule: str = "token") -> bool:
     """Whether ``result`` keeps a run under ``profile`` from passing (``CheckReport.blocks``
     says the rule; ``run_checks(fail_fast=True)`` stops on the first such result)."""
     if result.status is Status.NOT_APPLICABLE:
         return False
     lossless = profile is Profile.LOSSLESS
-    if lossless and claim_of(result.tier, result.name) is Claim.EFFICIENCY:
-        return False
+    if (lossless or rule != "token") and claim_of(result.tier, result.name) is Claim.EFFICIENCY:
+        return False  # another rule's efficiency is not the token rule's: reported only
     if result.status is Status.NOT_PROVABLE:
         return not (allow_not_provable or lossless)
     return not result.status.ok
@@ -82,6 +84,7 @@ def repro_command(
     quick: bool = False,
     profile: str = "conformance",
     capabilities: Mapping[str, bool] | None = None,
+    rule: str = "token",
 ) -> str:
     """One shell command that reproduces a result."""
     words = ["spec-verify", "check"]
@@ -97,6 +100,8 @@ def repro_command(
         words.append("--quick")
     if profile != "conformance":
         words += ["--profile", profile]
+    if rule != "token":
+        words += ["--rule", rule]
     for name, offered in sorted((capabilities or {}).items()):
         words += ["--capability" if offered else "--no-capability", name]
     return shlex.join(words)
@@ -151,6 +156,8 @@ class CheckReport:
     # which protections held around the implementation's code (``spec_verify._sandbox``), None
     # when it ran in this process or none of it ran (a spec refused before any worker started)
     sandbox: dict[str, Any] | None = None
+    # the verification rule conformance was asked of (``check --rule``; CONTRACT.md 3, 8, 9)
+    rule: str = "token"
 
     def blocks(self, result: CheckResult) -> bool:
         """The one verdict rule: whether ``result`` keeps this run from passing.
@@ -162,7 +169,7 @@ class CheckReport:
         shows it). Under the lossless profile an efficiency check (``profiles.Claim``) never
         blocks. The summary, the exit code, JSON and JUnit all read this.
         """
-        return result_blocks(result, self.profile, self.allow_not_provable)
+        return result_blocks(result, self.profile, self.allow_not_provable, self.rule)
 
     def law_checks_passed(self) -> bool:
         """Whether the run fails only on conformance (and efficiency) checks, every law check
@@ -247,6 +254,7 @@ class CheckReport:
             "quick": self.quick,
             "allow_not_provable": self.allow_not_provable,
             "profile": self.profile.value,
+            "rule": self.rule,
             "capabilities": list(self.capabilities),
             "sandbox": self.sandbox,
             "tiers": list(self.tiers),
@@ -294,6 +302,7 @@ def run_checks(
     in_process: bool = False,
     budget: float | None = None,
     fail_fast: bool = False,
+    rule: str = "token",
 ) -> CheckReport:
     """Run the gate on ``impl`` (a spec string or a loaded implementation).
 
@@ -321,6 +330,11 @@ def run_checks(
             ``--no-capability``).
         fail_fast: stop after the first tier with a result that blocks the run; the tiers
             after it are SKIPPED, naming that result. It can only shorten a run that fails.
+        rule: the verification rule conformance is asked of (``tiers._rules.CHECK_RULES``):
+            ``token`` (the contract, section 3), ``block`` or ``sampler_match`` (CONTRACT.md
+            sections 8 and 9; parity against the rule module, the exact tier's ``rule.NAME``).
+            Law checks are the same under every rule; the token rule's draw count and
+            efficiency checks are NOT_APPLICABLE under another.
 
     Returns:
         A ``CheckReport``; ``report.passed`` is the verdict.
@@ -334,6 +348,7 @@ def run_checks(
     if case_seed is not None:
         check_seed(case_seed, "case_seed")
     profile = parse_profile(profile)
+    rule = check_rule(rule)
     overrides = check_capabilities(capabilities or {}, "capabilities")
     wanted = tuple(tiers) if tiers else TIER_NAMES
     unknown = [t for t in wanted if t not in TIER_NAMES]
@@ -357,6 +372,7 @@ def run_checks(
                 quick,
                 profile=profile,
                 sandbox=exc.sandbox,  # what held while its code loaded (None: none ran)
+                rule=rule,
             )
     elif isinstance(impl, Implementation):
         loaded = impl
@@ -381,6 +397,7 @@ def run_checks(
         "quick": quick,
         "progress": progress,
         "family_alpha": family_alpha,
+        "rule": rule,
     }
     if case_seed is not None:
         options["case_seed"] = case_seed
@@ -406,7 +423,7 @@ def run_checks(
             if stopped_by is not None:
                 results.append(CheckResult(spec.name, "all", Status.SKIPPED, stopped_by))
                 continue
-            reason = not_applicable_reason(spec.name, "*", profile, offered)
+            reason = not_applicable_reason(spec.name, "*", profile, offered, rule)
             if reason is not None:
                 results.append(CheckResult(spec.name, "all", Status.NOT_APPLICABLE, reason))
                 continue
@@ -425,7 +442,7 @@ def run_checks(
             tier_results = _run_tier(spec, loaded, options)
             for found in tier_results:
                 result = found
-                reason = not_applicable_reason(result.tier, result.name, profile, offered)
+                reason = not_applicable_reason(result.tier, result.name, profile, offered, rule)
                 if reason is not None:  # not asked of this implementation: whatever it did
                     result = replace(result, status=Status.NOT_APPLICABLE, message=reason)
                 unproven = result.status is Status.NOT_PROVABLE
@@ -434,7 +451,7 @@ def run_checks(
                         result,
                         repro=repro_command(
                             name, [result.tier], seed=seed, quick=quick, profile=profile.value,
-                            capabilities=overrides,
+                            capabilities=overrides, rule=rule,
                         ),
                     )
                 results.append(result)
@@ -445,7 +462,7 @@ def run_checks(
                         f"not run: {result.tier}/{result.name} failed (the implementation "
                         "fails on minimal calls)"
                     )
-                elif fail_fast and result_blocks(result, profile, allow_not_provable):
+                elif fail_fast and result_blocks(result, profile, allow_not_provable, rule):
                     stopped_by = f"not run: --fail-fast, and {result.tier}/{result.name} failed"
             tier_seconds[spec.name] = time.perf_counter() - tier_start
     finally:
@@ -464,6 +481,7 @@ def run_checks(
         profile,
         tuple(sorted(offered)),
         loaded.sandbox(),
+        rule,
     )
 
 

@@ -33,6 +33,7 @@ _TIERS = (
 )
 # Literal copies keep --help from importing the harness (a test checks they match).
 _PROFILES = ("conformance", "lossless")
+_RULES = ("token", "block", "sampler_match")
 _CAPABILITIES = (
     "verify_draft", "injected_uniforms", "greedy", "float32", "sampling_distribution",
     "prompt_lookup", "pcg32", "generation", "verify_tree", "uniforms_open_closed",
@@ -121,6 +122,15 @@ def register(subparsers: Any) -> None:
         "counts, parity); lossless: only claims about the output law (greedy identity, exact "
         "tier where it applies, statistics, law-level properties); efficiency checks are "
         "reported and never fail it",
+    )
+    parser.add_argument(
+        "--rule",
+        choices=_RULES,
+        default="token",
+        help="the verification rule conformance is asked of: token (default, the contract), "
+        "block (block verification) or sampler_match (CONTRACT.md sections 3, 8, 9): parity "
+        "draw for draw with that rule's reference and the exact tier's rule.NAME; law checks "
+        "are the same under every rule (docs/rules.md)",
     )
     parser.add_argument(
         "--capability",
@@ -219,12 +229,26 @@ def run(args: argparse.Namespace) -> int:
     # What the spec names is checked before any worker starts or report is printed, and before
     # the harness is imported: a typo is a usage error in well under a second, never a verdict.
     try:
-        check_spec(args.impl)
+        rule_mutant = _rule_mutant(args.impl)
+        if rule_mutant is None:
+            check_spec(args.impl)
     except UnknownImplementation as exc:
         _refused(args, exc)
         _say(usage_line("check", exc, {"impl": "--impl"}), sys.stderr)
         return ExitCode.USAGE_ERROR
-    return _run(args)
+    return _run(args, rule_mutant)
+
+
+def _rule_mutant(spec: str) -> Any:
+    """A rule mutant (``mutant:b01``, docs/rules.md) loaded in process as ``prove --rule``
+    loads it (our own reference's source with the bug planted), or None for any other spec."""
+    if not spec.startswith("mutant:"):
+        return None
+    from spec_verify.mutants.rules import load_rule_mutant, rule_mutant_by_id
+
+    if rule_mutant_by_id(spec.partition(":")[2]) is None:
+        return None
+    return load_rule_mutant(spec)
 
 
 def _refused(args: argparse.Namespace, exc: Exception) -> None:
@@ -240,7 +264,7 @@ def _refused(args: argparse.Namespace, exc: Exception) -> None:
         ReportFiles(args.json, args.junit, args.html, args.markdown).write(stub, "usage_error")
 
 
-def _run(args: argparse.Namespace) -> int:
+def _run(args: argparse.Namespace, rule_mutant: Any = None) -> int:
     from spec_verify import reports
     from spec_verify.adapters._process import (
         REPORT_FOLDERS,
@@ -285,7 +309,7 @@ def _run(args: argparse.Namespace) -> int:
     progress = None if args.no_progress else _Progress(sys.stderr)
     try:
         report = run_checks(
-            args.impl,
+            args.impl if rule_mutant is None else rule_mutant,
             tiers=tiers,
             seed=args.seed,
             quick=args.quick,
@@ -297,6 +321,7 @@ def _run(args: argparse.Namespace) -> int:
             capabilities=capabilities,
             budget=args.budget or DEFAULT_BUDGET["quick" if args.quick else "full"],
             fail_fast=args.fail_fast,
+            rule=args.rule,
         )
     except UnknownImplementation as exc:
         files.write(stub("usage_error", f"nothing was checked: {exc}"), "usage_error")

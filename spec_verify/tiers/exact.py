@@ -70,13 +70,23 @@ def run_exact_tier(
     theorems: Sequence[str] | None = None,
     quick: bool = False,
     progress: Callable[[str], None] | None = None,
+    rule: str = "token",
     **options: Any,
 ) -> list[CheckResult]:
     """Every theorem of ``_theorems.run_exact_tier`` (same arguments), then, for an
     implementation with ``verify_tree`` and all theorems asked, the tree law over the drafts
-    (the LAW claim) and the per-fixed-tree check (conformance)."""
+    (the LAW claim) and the per-fixed-tree check (conformance); under a ``rule`` other than
+    the token rule (``check --rule``), ``rule.NAME``: per fixed draft, the rule's round law
+    (``tiers._rules.check_rule_exact``)."""
     results = _run_chain_theorems(impl, seed=seed, cases=cases, theorems=theorems, quick=quick,
                                   progress=progress, **options)
+    if rule != "token" and theorems is None and "injected_uniforms" in impl.capabilities:
+        from spec_verify.runner import repro_command
+        from spec_verify.tiers._rules import check_rule_exact
+
+        repro = repro_command(impl.name, ["exact"], seed=seed, quick=quick, rule=rule)
+        results.append(check_rule_exact(impl, rule, quick=quick, progress=progress,
+                                        repro=repro))
     if theorems is None and "injected_uniforms" in impl.capabilities:
         from spec_verify.tiers.tree import check_tree_exact, check_tree_law
 

@@ -44,6 +44,7 @@ from spec_verify.tiers._cases import (
     reference_outcome,
     verify_case,
 )
+from spec_verify.tiers._rules import check_rule, rule_label, rule_outcome
 from spec_verify.tiers._shrink import shrink
 from spec_verify.tiers._thread_safety import check_thread_safety
 from spec_verify.uniforms import ScriptedUniforms
@@ -164,10 +165,16 @@ class _Tally:
     crashed: ImplementationError | None = None
 
 
-def _repro(impl: Implementation, seed: int, case_seed: int | None = None) -> str:
+def _repro(impl: Implementation, seed: int, case_seed: int | None = None,
+           rule: str = "token") -> str:
     from spec_verify.runner import repro_command
 
-    return repro_command(impl.name, ["parity"], seed=seed, case_seed=case_seed)
+    return repro_command(impl.name, ["parity"], seed=seed, case_seed=case_seed, rule=rule)
+
+
+def _expected(case: ParityCase, rule: str) -> CallOutcome:
+    """What the rule's reference does on ``case`` (the contract's for the token rule)."""
+    return reference_outcome(case) if rule == "token" else rule_outcome(case, rule)
 
 
 def _check_verify(
@@ -175,9 +182,11 @@ def _check_verify(
     seeds: Sequence[int],
     seed: int,
     progress: Progress | None,
+    rule: str = "token",
 ) -> CheckResult:
     start = time.perf_counter()
     runner = _Runner(impl)
+    versus = rule_label(rule)
     acceptance: dict[int, list[int]] = {}
     first: tuple[ParityCase, CallOutcome, CallOutcome] | None = None
     mismatches = 0
@@ -192,7 +201,7 @@ def _check_verify(
         def reference_side(
             batch: list[ParityCase] = cases, out: list[CallOutcome] = expected
         ) -> None:
-            out.extend(reference_outcome(c) for c in batch)
+            out.extend(_expected(c, rule) for c in batch)
 
         try:
             actual = runner.many(cases, reference_side)
@@ -203,7 +212,8 @@ def _check_verify(
             if isinstance(got[1], ImplementationError) and broken is None:
                 broken = (got[1], case)
             if not _same(want, got):
-                tie = _decision_tie(case, want, got)
+                # the boundary analysis knows the token rule's decisions only
+                tie = _decision_tie(case, want, got) if rule == "token" else ""
                 if tie:
                     ties.append({"case_seed": case.case_seed, "reason": tie})
                     continue
@@ -236,7 +246,7 @@ def _check_verify(
             f"the implementation failed on case {crash_seed}: {crash_error}",
             n=done,
             details=details,
-            repro=_repro(impl, seed, crash_seed),
+            repro=_repro(impl, seed, crash_seed, rule),
             seconds=seconds,
         )
     if first is None:
@@ -245,12 +255,12 @@ def _check_verify(
             "verify_draft",
             Status.PASSED,
             (
-                f"case {seeds[0]}: the same ids, accepted count and draw count as the reference"
+                f"case {seeds[0]}: the same ids, accepted count and draw count as {versus}"
                 if len(seeds) == 1
                 else f"{done} cases (greedy and sampled, deterministic and sampled drafts, "
                 "filters and penalties, V from 2 to 262,144, edge cases: exact top-p and "
                 "min-p thresholds, top-k ties at the cut, histories past 1,024 tokens): the "
-                "same ids, accepted counts and draw counts as the reference"
+                f"same ids, accepted counts and draw counts as {versus}"
             )
             + _ties_note(ties),
             n=done,
@@ -261,14 +271,14 @@ def _check_verify(
 
     def fails(candidate: ParityCase) -> bool:
         try:
-            return not _same(reference_outcome(candidate), runner.one(candidate))
+            return not _same(_expected(candidate, rule), runner.one(candidate))
         except ImplementationError:
             return False
 
     if progress:
         progress(f"parity: shrinking the failing case {case.case_seed}")
     small = shrink(case, fails)
-    small_want, small_got = reference_outcome(small), runner.one(small)
+    small_want, small_got = _expected(small, rule), runner.one(small)
     details.update(
         case_seed=case.case_seed,
         shrunk_case=small.to_json(),
@@ -277,9 +287,10 @@ def _check_verify(
     )
     status = Status.ERROR if broken is not None and broken[1] is case else Status.FAILED
     message = (
-        f"{mismatches} of {done} cases differ from the reference; the first, case "
+        f"{mismatches} of {done} cases differ from {versus}; the first, case "
         f"{case.case_seed}, shrunk to:\n{small.describe()}\n"
-        f"  reference: {_show(small_want)}\n  implementation: {_show(small_got)}"
+        f"  {'reference' if rule == 'token' else rule}: {_show(small_want)}\n"
+        f"  implementation: {_show(small_got)}"
     )
     return CheckResult(
         "parity",
@@ -288,7 +299,7 @@ def _check_verify(
         message,
         n=done,
         details=details,
-        repro=_repro(impl, seed, case.case_seed),
+        repro=_repro(impl, seed, case.case_seed, rule),
         seconds=seconds,
     )
 
@@ -631,6 +642,7 @@ def run_parity_tier(
     n_cases: int | None = None,
     case_seed: int | None = None,
     progress: Progress | None = None,
+    rule: str = "token",
     **options: Any,
 ) -> list[CheckResult]:
     """The parity tier's checks for ``impl`` (those its capabilities allow).
@@ -640,6 +652,9 @@ def run_parity_tier(
         quick: 2,000 ``verify_draft`` cases instead of 10,000.
         n_cases: an explicit number of ``verify_draft`` cases.
         case_seed: replay this one case (every check runs on it alone).
+        rule: whose decisions ``verify_draft`` is compared with (``tiers._rules``): the
+            token rule's reference, or the block or sampler-match rule module's. The other
+            checks (distributions, lookup, PCG32, trees, the C ABI's steps) every rule shares.
     """
     capabilities = impl.capabilities
     n = n_cases if n_cases is not None else (QUICK_CASES if quick else DEFAULT_CASES)
@@ -647,7 +662,7 @@ def run_parity_tier(
     side = [case_seed] if case_seed is not None else case_seeds(seed, max(1, n // 5))
     results: list[CheckResult] = []
     if "verify_draft" in capabilities and "injected_uniforms" in capabilities:
-        results.append(_check_verify(impl, seeds, seed, progress))
+        results.append(_check_verify(impl, seeds, seed, progress, check_rule(rule)))
     elif "verify_draft" in capabilities:
         results.append(
             CheckResult("parity", "verify_draft", Status.SKIPPED, "needs injected uniforms")
