@@ -7,7 +7,10 @@ Modes (one per call):
   first token over ``x ~ q`` against ``p`` and the verdict;
 - ``--case THEOREM/INDEX``: one generated case (as failures print it), its distribution against
   the target's;
-- ``--theorem NAME``: one theorem on ``--cases`` seeded cases; no mode: every theorem;
+- ``--theorem NAME``: one theorem on ``--cases`` seeded cases; no mode: every theorem. The law
+  theorems (the law of everything emitted, averaged over the draft draws) are the proof
+  whatever ``--impl``'s rule; the token rule's round-length law (``expected_length``) is
+  reported apart as conformance to the token rule (CONFORMANT / NOT CONFORMANT, never WRONG);
 - ``--symbolic``: the sympy derivations of the per-token identity and the expected length;
 - ``--lossy RULE --p .. --q ..``: a lossy rule's exact output, TV distance and acceptance;
 - ``--rule block|sampler_match|token``: a chain rule (CONTRACT.md sections 3, 8, 9) proven
@@ -20,8 +23,8 @@ Modes (one per call):
   fixed tree against the rule's (V up to 64, up to 16 nodes; ``--cases`` random trees), and
   Medusa's typical acceptance reported with its exact bias at each threshold.
 
-Exit code 0 only on a proven pass; 1 when anything failed, errored or was not provable; 2 on
-bad input.
+Exit code 0 only on a proven pass (of the law; conformance to the token rule is reported); 1
+when anything failed, errored or was not provable; 2 on bad input.
 """
 
 from __future__ import annotations
@@ -335,28 +338,71 @@ def _case(args: argparse.Namespace) -> int:
 
 
 def _theorems(args: argparse.Namespace) -> int:
+    from spec_verify.exact._rules import sequence_law_check
     from spec_verify.exact._theorems import DEFAULT_CASES, THEOREMS, run_exact_tier
+    from spec_verify.profiles import Claim, claim_of, why_claim
 
-    if args.theorem is not None and args.theorem not in THEOREMS:
-        raise InvalidArgument("--theorem", args.theorem, f"choose from {', '.join(THEOREMS)}")
+    names = (*THEOREMS, "sequence_law")
+    if args.theorem is not None and args.theorem not in names:
+        raise InvalidArgument("--theorem", args.theorem, f"choose from {', '.join(names)}")
     impl = _impl(args)
     cases = DEFAULT_CASES if args.cases is None else args.cases
-    theorems = None if args.theorem is None else [args.theorem]
-    checks = run_exact_tier(impl, seed=args.seed, cases=cases, theorems=theorems)
+    if args.theorem == "sequence_law":  # its own 7 cases (context-dependent, k up to 4)
+        checks = [sequence_law_check(impl, args.seed)]
+    else:
+        theorems = None if args.theorem is None else [args.theorem]
+        checks = run_exact_tier(impl, seed=args.seed, cases=cases, theorems=theorems)
+        if theorems is None:
+            checks.insert(2, sequence_law_check(impl, args.seed))
+    # The law theorems are the proof (the law of everything emitted, averaged over the draft
+    # draws, whatever the rule); the others are the token rule's round-length law: conformance,
+    # where a lossless rule that accepts more (block verification) or less simply differs.
+    law = [c for c in checks if claim_of("exact", c.name) is Claim.LAW]
+    token_rule = [c for c in checks if claim_of("exact", c.name) is not Claim.LAW]
     lines = [f"spec-verify prove: {impl.name}, seed {args.seed}, {cases} cases per theorem"]
-    for check in checks:
-        lines.append(f"  {_verdict(check.status):<13} {check.name:<24} {check.message}")
-        for case in check.details.get("cases", []):
-            if case["status"] != "passed":
-                lines.append(f"      {case['status']:<13} {case['message']}")
-        if check.status is not Status.PASSED and check.repro:
-            lines.append(f"      reproduce: {check.repro}")
-    ok = bool(checks) and all(c.status is Status.PASSED for c in checks)
-    lines.append(f"verdict: {'PROVEN EXACT' if ok else 'NOT PROVEN'}")
+    if law:
+        lines.append("the output law, averaged over the draft draws (whatever the rule):")
+    for check in law:
+        lines.extend(_check_lines(check, _verdict(check.status)))
+    if token_rule:
+        lines.append("conformance to the contract's token rule (not the law: "
+                     f"{why_claim('exact', token_rule[0].name)}):")
+    for check in token_rule:
+        lines.extend(_check_lines(check, _conformance(check.status)))
+    ok = bool(law) and all(c.status is Status.PASSED for c in law)
+    conformant = all(c.status is Status.PASSED for c in token_rule)
+    verdict = "PROVEN EXACT" if ok else "NOT PROVEN"
+    if token_rule:
+        verdict += ("; conformant to the token rule" if conformant else
+                    "; not conformant to the token rule ("
+                    + ", ".join(c.name for c in token_rule if c.status is not Status.PASSED)
+                    + ")")
+    elif ok:
+        verdict += " (the law theorems asked; conformance to the token rule not asked)"
+    lines.append(f"verdict: {verdict}")
     payload = {"mode": "theorems", "impl": impl.name, "seed": args.seed,
                "verdict": "passed" if ok else "not_passed",
-               "checks": [c.to_json() for c in checks]}
+               "token_rule": None if not token_rule else
+               ("conformant" if conformant else "not_conformant"),
+               "checks": [{**c.to_json(), "claim": claim_of("exact", c.name).value}
+                          for c in checks]}
     return _emit(args, payload, "\n".join(lines), ok)
+
+
+def _check_lines(check: Any, verdict: str) -> list[str]:
+    lines = [f"  {verdict:<13} {check.name:<24} {check.message}"]
+    for case in check.details.get("cases", []):
+        if case["status"] != "passed":
+            lines.append(f"      {case['status']:<13} {case['message']}")
+    if check.status is not Status.PASSED and check.repro:
+        lines.append(f"      reproduce: {check.repro}")
+    return lines
+
+
+def _conformance(status: Status) -> str:
+    """A token-rule check's verdict: another rule differs here, which is not WRONG."""
+    return {Status.PASSED: "CONFORMANT", Status.FAILED: "NOT CONFORMANT"}.get(
+        status, _verdict(status))
 
 
 def _symbolic(args: argparse.Namespace) -> int:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from spec_verify.errors import InvalidArgument
 from spec_verify.exact._cells import Dist, one_hot
 from spec_verify.exact._theorems import Case, CaseResult, Models, TableModel, prove_case
-from spec_verify.results import Status
+from spec_verify.results import CheckResult, Status
 
 if TYPE_CHECKING:
     from spec_verify.adapters import Implementation
@@ -36,6 +36,7 @@ __all__ = [
     "efficiency_markdown",
     "prove_rule",
     "rule_cases",
+    "sequence_law_check",
 ]
 
 # Rule name -> the spec of its float64 reference (what ``prove --rule`` proves by default).
@@ -155,6 +156,37 @@ def prove_rule(rule: str, impl: Implementation, cases: list[Case],
         out.append(RuleCaseProof(rule, case, status, lossless, result, accepted, best,
                                  time.perf_counter() - start))
     return out
+
+
+_SEVERITY = (Status.ERROR, Status.FAILED, Status.NOT_PROVABLE, Status.NOT_APPLICABLE)
+
+
+def sequence_law_check(impl: Implementation, seed: int = 0) -> CheckResult:
+    """``prove --impl``'s sequence law on the rule cases (context-dependent tables, k up to
+    4): everything a round emits, averaged over the draft draws, continued with the target,
+    against the target's law; whatever the implementation's rule. The theorems' own
+    ``k_positions`` cases have constant rows, where some wrong rules (block verification with
+    the token rule's stopping weight) are still exact."""
+    start = time.perf_counter()
+    results = [prove_case(impl, case) for case in rule_cases(0, seed)]
+    statuses = {r.status for r in results}
+    status = next((s for s in _SEVERITY if s in statuses), Status.PASSED)
+    calls = sum(r.calls for r in results)
+    what = ("everything a round emits (k up to 4, rows that depend on the tokens before "
+            "them), averaged over the draft draws, follows the target's law")
+    repro = f"spec-verify prove --impl {impl.name} --seed {seed}"
+    if status is Status.PASSED and calls == 0:
+        status, message = Status.NOT_PROVABLE, f"{what}: nothing proven (0 calls)"
+    elif status is Status.PASSED:
+        message = f"{what}: proven on {len(results)} cases ({calls} calls)"
+    else:
+        bad = next(r for r in results if r.status is status)
+        message = bad.message
+        repro = f"spec-verify prove --rule token --impl {impl.name} --seed {seed}"
+    return CheckResult("exact", "sequence_law", status, message, n=len(results),
+                       details={"seed": seed, "calls": calls,
+                                "cases": [r.to_json() for r in results]},
+                       repro=repro, seconds=time.perf_counter() - start)
 
 
 def efficiency_markdown(cases: list[Case] | None = None) -> str:

@@ -74,7 +74,10 @@ def test_theorems(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "--theorem", "one_position", "--cases", "2")
     assert code == 0 and "PROVEN EXACT  one_position" in out
     code, out, _ = run(capsys, "--cases", "1")
+    # four law theorems and the sequence law; the token rule's round length is conformance
     assert code == 0 and out.count("PROVEN EXACT ") == 5
+    assert "CONFORMANT    expected_length" in out
+    assert "verdict: PROVEN EXACT; conformant to the token rule" in out
 
 
 def test_not_provable_is_not_a_pass(capsys: pytest.CaptureFixture[str]) -> None:
