@@ -123,22 +123,12 @@ def check_html(report: CheckReport, state: str = "complete") -> str:
     return _page(title, verdict, detail, body)
 
 
-def _hint(mutant_id: str) -> str:
-    """What a suite that missed the mutant should test: its pitfall's text, or its symptom for
-    a bug outside the pitfalls table."""
-    from spec_verify.mutants.catalogue import PITFALLS, mutant_by_id
-
-    mutant = mutant_by_id(mutant_id)
-    if mutant.pitfall is not None:
-        return f"pitfall {mutant.pitfall}: {PITFALLS[mutant.pitfall]} ({mutant.symptom})"
-    return mutant.symptom
-
-
 def grade_html(result: GradeResult, fail_under: float = 0.0) -> str:
     """The page of one ``grade``: the grade, each mutant with its state and, for the ones the
-    suite missed, the hint of the pitfall it embodies. The verdict is the exit code's: PASSED
+    suite missed, the hint of what it missed (``MutantResult.hint``: the pitfall's text, or a
+    custom catalogue's own hint). The verdict is the exit code's: PASSED
     when graded and the grade reaches ``fail_under`` percent."""
-    from spec_verify.mutants.grader import MutantState, _sandbox_line
+    from spec_verify.mutants.grader import _sandbox_line
 
     if result.graded:
         verdict = "PASSED" if 100 * result.grade >= fail_under else "FAILED"
@@ -154,9 +144,8 @@ def grade_html(result: GradeResult, fail_under: float = 0.0) -> str:
         body.append("<h2>Mutants</h2><table><thead><tr><th>mutant</th><th>title</th>"
                     "<th>state</th><th>seconds</th><th>killed by / hint</th></tr></thead><tbody>")
         for m in result.mutants:
-            missed = m.state is MutantState.SURVIVED
-            what = f"hint: {_hint(m.mutant_id)}" if missed else (m.killed_by or m.reason)
-            css = ' class="blocks"' if missed else ""
+            what = f"hint: {m.hint}" if m.hint else (m.killed_by or m.reason)
+            css = ' class="blocks"' if m.state.value == "survived" else ""
             body.append(
                 f"<tr{css}><td>{escape(m.mutant_id)}</td><td>{escape(m.title)}</td>"
                 f"<td>{escape(m.state.value)}</td><td>{m.seconds:.2f}</td>"
