@@ -4,13 +4,15 @@ Run phases, in order (ARCHITECTURE.md, docs/grading.md):
 
 1. **Prepare**: read the reference source; apply every mutant (a change that no longer applies
    stops here, loudly); build the canary. Start the fork server (``_worker.py``).
-2. **Clean runs**: the whole suite, ``repeats`` times, against an unchanged copy of the
-   reference, through the same mechanism as every other run. Every repeat must pass (at least
-   one test passing, none failing). A failure in every repeat is a suite that fails on the
-   clean reference; a failure in some repeats only is a flaky suite; both grade 0 with the
-   failing tests. The slowest repeat sets the time limit of every later run
-   (``max(min_timeout, timeout_factor x slowest)``).
-3. **Canary, decoys and mutants**, shuffled into one random order and run ``jobs`` at a time:
+2. **Calibration**: one clean run of the whole suite, through the same mechanism as every
+   other run; it must pass. Its time caps every run of the main batch
+   (``max(min_timeout, timeout_factor x its seconds)``). Should it fail, the other repeats run
+   at once: a failure in every repeat is a suite that fails on the clean reference, a failure
+   in some only a flaky suite; both grade 0 with the failing tests.
+3. **Canary, decoys, the other ``repeats - 1`` clean repeats and mutants**, shuffled into one
+   random order and run ``jobs`` at a time. The repeats must pass (else failing or flaky, as
+   above); the slowest of them sets the time limit of every verdict (at most the cap): a run
+   that took longer timed out, whatever its result.
    - the **canary** (every function of the reference raises) must make the suite fail, else
      the suite tests nothing (grade 0);
    - each **decoy** is one more clean run, indistinguishable from a mutant run: it must pass,
@@ -30,7 +32,8 @@ Every run is the same run to the suite: the same pytest options (``-x`` for all)
 own test order, the same layout of paths, environment and working directory, no bytecode
 written by any run, and a worker that starts every run from the same state. A suite can tell
 runs apart only by the reference's behaviour, and by a run's position in time, which tells it
-nothing: the clean runs come first, and after them decoys and mutants are shuffled.
+nothing: only the calibration run comes first, and it sets no verdict's time limit; after it
+clean repeats, decoys and mutants are shuffled.
 
 The score: ``grade = detected / total``, where a mutant is *detected* when it is killed, timed
 out or errored (each makes the suite, or a CI running it, visibly fail) and the detection was
@@ -45,7 +48,7 @@ import random
 import signal
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 from pathlib import Path
 from typing import Any
@@ -370,7 +373,9 @@ class _Grading:
         self.say = say
         self.args = pytest_arguments()
         self.clean: list[RunOutcome] = []
-        self.limit = 0.0
+        self.limit = 0.0  # a run's verdict: longer than this is timed out
+        self.cap = 0.0  # how long a main-batch run may go on (the calibration's limit)
+        self.timeout_factor = self.min_timeout = 0.0
         self.notes: list[str] = []
 
     def run(self, requests: Sequence[RunRequest]) -> list[RunOutcome]:
@@ -380,9 +385,28 @@ class _Grading:
             out[index] = outcome
         return [o for o in out if o is not None]
 
-    def clean_runs(self, sources: Mapping[str, str], repeats: int, clean_timeout: float,
-                   timeout_factor: float, min_timeout: float) -> None:
-        self.clean = self.run([RunRequest(sources, self.args, clean_timeout)] * repeats)
+    def calibrate(self, sources: Mapping[str, str], repeats: int, clean_timeout: float,
+                  timeout_factor: float, min_timeout: float) -> None:
+        """Phase 2: one clean run, whose time sets the main batch's kill limit; the other
+        ``repeats - 1`` clean repeats are shuffled into the main batch (``controls_and_mutants``)
+        so that no run after the first is known to be clean by its place. Should it fail, the
+        other repeats run at once (the grading stops: their order tells nothing) so that a
+        flaky suite is told from a failing one."""
+        self.clean = self.run([RunRequest(sources, self.args, clean_timeout)])
+        self.cap = max(min_timeout, timeout_factor * self.clean[0].seconds)
+        self.limit = self.cap
+        self.timeout_factor, self.min_timeout = timeout_factor, min_timeout
+        if not self.clean[0].passed_cleanly:
+            if repeats > 1:
+                self.clean += self.run([RunRequest(sources, self.args, clean_timeout)]
+                                       * (repeats - 1))
+            self.judge_clean_runs(clean_timeout)  # refuses
+
+    def judge_clean_runs(self, clean_timeout: float) -> None:
+        """Every clean repeat must pass; the limit of every later run's verdict comes from
+        the shuffled repeats (the calibration's time only capped how long they could run, so
+        a suite that sleeps in its first run gains no time)."""
+        repeats = len(self.clean)
         first = self.clean[0]
         if first.wrote:
             shown = ", ".join(first.wrote[:5]) + (" ..." if len(first.wrote) > 5 else "")
@@ -409,25 +433,34 @@ class _Grading:
                 "runs); seed it and make every test deterministic."
                 + (f" Tests that changed result: {', '.join(flaky)}." if flaky else ""),
                 _first_each(failures), tuple(flaky))
-        slowest = max(o.seconds for o in self.clean)
-        self.limit = max(min_timeout, timeout_factor * slowest)
+        hidden = self.clean[1:] or self.clean
+        self.limit = min(self.cap, max(self.min_timeout,
+                                       self.timeout_factor * max(o.seconds for o in hidden)))
 
     def controls_and_mutants(self, sources: Mapping[str, str], canary: Mapping[str, str],
                              chosen: Sequence[Mutant], mutated: Sequence[Mapping[str, str]],
-                             decoys: int) -> list[RunOutcome]:
-        """Phase 3; returns the mutants' outcomes in ``chosen`` order."""
+                             decoys: int, repeats: int, clean_timeout: float
+                             ) -> list[RunOutcome]:
+        """Phase 3, with the clean repeats after the first; returns the mutants' outcomes in
+        ``chosen`` order, each judged against the limit the repeats set (a run that took
+        longer timed out, whatever its result)."""
         plan: list[tuple[str, int]] = [("mutant", i) for i in range(len(chosen))]
         plan += [("canary", 0)] + [("decoy", i) for i in range(decoys)]
+        plan += [("repeat", i) for i in range(repeats - 1)]
         self.shuffler.shuffle(plan)
-        trees = {"canary": canary, "decoy": sources}
+        trees = {"canary": canary, "decoy": sources, "repeat": sources}
         runs = [RunRequest(mutated[i] if kind == "mutant" else trees[kind], self.args,
-                           self.limit) for kind, i in plan]
+                           self.cap) for kind, i in plan]
         outcomes: dict[tuple[str, int], RunOutcome] = {}
-        done = 0
         for position, outcome in self.pool.run_all(self.jobs, runs):
-            kind, i = plan[position]
-            outcomes[kind, i] = outcome
-            if kind == "mutant":  # control runs print nothing: their number stays hidden
+            outcomes[plan[position]] = outcome
+        self.clean += [outcomes["repeat", i] for i in range(repeats - 1)]
+        self.judge_clean_runs(self.cap)  # the repeats ran under the batch's cap
+        outcomes = {key: _within(outcome, self.limit) for key, outcome in outcomes.items()}
+        done = 0
+        for kind, i in plan:  # in run order; control runs print nothing: their number hidden
+            outcome = outcomes[kind, i]
+            if kind == "mutant":
                 done += 1
                 state = _classify(outcome, self.limit)[0].value
                 self.say(f"[{done}/{len(chosen)}] {chosen[i].id}: {state} "
@@ -534,6 +567,14 @@ def _sandbox_line(sandbox: Mapping[str, Any]) -> str:
     return Protections.from_json(dict(sandbox)).summary()
 
 
+def _within(outcome: RunOutcome, limit: float) -> RunOutcome:
+    """``outcome`` as a time-out when it ran longer than ``limit`` (it was stopped only at
+    the larger cap of its batch)."""
+    if outcome.kind == "timed_out" or outcome.seconds <= limit:
+        return outcome
+    return replace(outcome, kind="timed_out", finished=False)
+
+
 def _first_each(failures: Sequence[RunFailure]) -> tuple[RunFailure, ...]:
     """Failures with duplicates (the same test failing in several runs) left out."""
     seen: dict[tuple[str, str], RunFailure] = {}
@@ -573,7 +614,8 @@ def grade(
             ``max(min_timeout, timeout_factor x the slowest clean run's seconds)``.
         clean_timeout: the clean runs' time limit, in seconds.
         decoys: clean runs hidden among the mutants (each must pass); default 3.
-        repeats: clean runs before the mutants (each must pass); default 3.
+        repeats: clean runs (each must pass): the first calibrates the time limit, the
+            others are shuffled among the mutants; default 3.
         confirmations: reruns of each detection on its mutant (each must detect it again);
             default 2.
         clean_reruns: clean runs shuffled with the confirmations (each must pass); default
@@ -633,10 +675,10 @@ def grade(
         grading = _Grading(pool, jobs, say, shuffler)
         try:
             try:
-                grading.clean_runs(sources, repeats, clean_timeout, timeout_factor,
-                                   min_timeout)
+                grading.calibrate(sources, repeats, clean_timeout, timeout_factor,
+                                  min_timeout)
                 outcomes = grading.controls_and_mutants(sources, canary, chosen, mutated,
-                                                        decoys)
+                                                        decoys, repeats, clean_timeout)
                 results = grading.confirm(sources, chosen, mutated, outcomes, confirmations,
                                           clean_reruns)
             except HarmfulRun as harmful:

@@ -72,7 +72,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                         help="clean runs hidden among the mutants, each must pass "
                         "(default: %(default)d)")
     parser.add_argument("--repeats", type=int, default=3, metavar="N",
-                        help="clean runs before the mutants, each must pass; a suite whose "
+                        help="clean runs, the first alone, the others shuffled among the mutants, "
+                        "each must pass; a suite whose "
                         "result changes is refused as flaky (default: %(default)d)")
     parser.add_argument("--confirmations", type=int, default=2, metavar="N",
                         help="reruns of each detection on its mutant; a detection that does "

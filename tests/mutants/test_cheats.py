@@ -236,3 +236,18 @@ def test_reading_the_implementation_gains_nothing(weak, tmp_path):
     assert result.graded, (result.reason, result.clean_failures)
     assert [(m.mutant_id, m.state) for m in result.mutants] == [
         (m.mutant_id, m.state) for m in weak.mutants]
+
+
+@pytest.mark.slow
+def test_sleeping_in_the_first_run_buys_no_time(weak, side_channel):
+    """The first (calibration) run only caps the main batch; the verdicts' time limit comes
+    from the clean repeats shuffled among the mutants. Were the first run to set it, as the
+    slowest clean run, the limit would be at least 2 x its 3 s sleep."""
+    result = _unsealed(CHEATS / "test_sleeps_first.py", mutants=MUTANTS, min_timeout=0.5,
+                       timeout_factor=2.0)
+    assert result.graded, result.reason
+    sleeping, *shuffled = result.clean_seconds
+    assert sleeping >= 3.0 and len(shuffled) == DEFAULT_REPEATS - 1
+    assert result.time_limit == pytest.approx(max(0.5, 2.0 * max(shuffled)))
+    assert result.time_limit < sleeping, result.clean_seconds
+    _no_better(result, weak)
