@@ -130,8 +130,10 @@ def offered_capabilities(names: Iterable[str]) -> frozenset[str]:
     has = set(names)
     offered = {
         "verify_draft": "verify_draft" in has,
-        "injected_uniforms": "verify_draft" in has,
-        "greedy": "verify_draft" in has,
+        # a tree-only module (verify_tree, no verify_draft) takes injected uniforms and has a
+        # greedy path through verify_tree; the tiers that need verify_draft skip with a reason
+        "injected_uniforms": bool({"verify_draft", "verify_tree"} & has),
+        "greedy": bool({"verify_draft", "verify_tree"} & has),
         "sampling_distribution": "sampling_distribution" in has,
         "prompt_lookup": "PromptLookupDraft" in has,
         "pcg32": "request_rng" in has,
@@ -681,7 +683,7 @@ def load_python(spec: str, module_name: str) -> Implementation:
         host = PythonImplementation(spec, module)
     except InvalidArgument as exc:  # its SPEC_VERIFY_CAPABILITIES is malformed
         raise _malformed_declaration(spec, exc) from exc
-    if not hasattr(module, "verify_draft"):
+    if not hasattr(module, "verify_draft") and not hasattr(module, "verify_tree"):
         return _as_kernel(host, set(dir(module)), found.target)
     return host
 
@@ -727,7 +729,7 @@ def _as_kernel(host: Any, names: set[str] | frozenset[str], target: str) -> Impl
         raise UnknownImplementation(
             "impl",
             host.name,
-            f"module {target!r} has no verify_draft",
+            f"module {target!r} has no verify_draft (nor verify_tree)",
             "define verify_draft(target_logits, draft_ids, draft_probs, p, history, rng, prompt) "
             f"(docs/implementing.md), or declare a batched rejection kernel: "
             f"{KERNEL_DECLARATION} = 'function_name' (docs/tutorial-own-sampler.md)",
@@ -759,7 +761,7 @@ def _load_in_worker(spec: str, kind: str, target: str) -> Implementation:
         raise  # the worker's own load error, said once
     except InvalidArgument as exc:  # its SPEC_VERIFY_CAPABILITIES is malformed
         raise _malformed_declaration(spec, exc) from exc
-    if "verify_draft" not in impl.names:
+    if "verify_draft" not in impl.names and "verify_tree" not in impl.names:
         return _as_kernel(impl, impl.names, target)
     return impl
 

@@ -33,6 +33,7 @@ class TierSpec:
 
 
 _PORT = frozenset({"verify_draft", "sampling_distribution", "prompt_lookup", "pcg32"})
+# Tiers with tree checks run for a tree-only module too; their chain checks skip with a reason.
 
 TIERS: tuple[TierSpec, ...] = (
     TierSpec(
@@ -43,13 +44,14 @@ TIERS: tuple[TierSpec, ...] = (
     ),
     TierSpec(
         "greedy",
-        frozenset({"verify_draft"}),
+        frozenset({"verify_draft", "verify_tree"}),
         "spec_verify.tiers.greedy:run_greedy_tier",
         "temperature 0 equals the argmax chain and plain greedy generation",
     ),
     TierSpec(
         "exact",
-        frozenset({"verify_draft"}),  # without injected uniforms: NOT_APPLICABLE, said why
+        # without injected uniforms: NOT_APPLICABLE, said why
+        frozenset({"verify_draft", "verify_tree"}),
         "spec_verify.tiers.exact:run_exact_tier",
         "the output distribution equals the target as Fractions",
     ),
@@ -61,7 +63,7 @@ TIERS: tuple[TierSpec, ...] = (
     ),
     TierSpec(
         "parity",
-        _PORT,
+        _PORT | {"verify_tree"},
         "spec_verify.tiers.parity:run_parity_tier",
         "the reference's decisions on shared logits and streams",
     ),
@@ -73,7 +75,7 @@ TIERS: tuple[TierSpec, ...] = (
     ),
     TierSpec(
         "statistical",
-        frozenset({"verify_draft"}),
+        frozenset({"verify_draft", "verify_tree"}),
         "spec_verify.tiers.statistical:run_statistical_tier",
         "goodness of fit with a declared false-alarm rate and power",
     ),

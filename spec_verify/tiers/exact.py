@@ -35,7 +35,7 @@ from spec_verify.exact._theorems import (
     run_theorem,
 )
 from spec_verify.exact._theorems import run_exact_tier as _run_chain_theorems
-from spec_verify.results import CheckResult
+from spec_verify.results import CheckResult, Status
 
 __all__ = [
     "DEFAULT_CASES",
@@ -78,8 +78,13 @@ def run_exact_tier(
     (the LAW claim) and the per-fixed-tree check (conformance); under a ``rule`` other than
     the token rule (``check --rule``), ``rule.NAME``: per fixed draft, the rule's round law
     (``tiers._rules.check_rule_exact``)."""
-    results = _run_chain_theorems(impl, seed=seed, cases=cases, theorems=theorems, quick=quick,
-                                  progress=progress, **options)
+    if "verify_draft" in impl.capabilities:
+        results = _run_chain_theorems(impl, seed=seed, cases=cases, theorems=theorems,
+                                      quick=quick, progress=progress, **options)
+    else:  # a tree-only module: the chain theorems need verify_draft
+        results = [CheckResult("exact", "theorems", Status.SKIPPED,
+                               f"{impl.name} has no verify_draft (tree-only): the chain "
+                               "theorems do not apply; the tree checks below run")]
     if rule != "token" and theorems is None and "injected_uniforms" in impl.capabilities:
         from spec_verify.runner import repro_command
         from spec_verify.tiers._rules import check_rule_exact

@@ -194,6 +194,13 @@ def run_greedy_tier(
     **options: Any,
 ) -> list[CheckResult]:
     """The greedy tier: ``argmax_chain`` (and ``generation`` for Python modules offering it)."""
+    from spec_verify.tiers.tree import check_tree_argmax
+
+    if "verify_draft" not in impl.capabilities:  # a tree-only module
+        tree = check_tree_argmax(impl, seed=seed, quick=quick, progress=progress)
+        return [CheckResult("greedy", "argmax_chain", Status.SKIPPED,
+                            f"{impl.name} has no verify_draft (tree-only)"),
+                *([tree] if tree is not None else [])]
     results = [_check_argmax_chain(impl, seed, 60 if quick else 200, progress)]
     try:
         generation = _check_generation(impl, quick, progress)
@@ -205,8 +212,6 @@ def run_greedy_tier(
         )
     if generation is not None:
         results.append(generation)
-    from spec_verify.tiers.tree import check_tree_argmax
-
     tree = check_tree_argmax(impl, seed=seed, quick=quick, progress=progress)
     if tree is not None:  # implementations with verify_tree (CONTRACT.md section 6)
         results.append(tree)
