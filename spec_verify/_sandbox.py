@@ -267,11 +267,14 @@ def fresh_temporary_folders(folders: Sequence[str], keep: Sequence[str]) -> list
     run's own folder, the harness's files when it is installed there). Returns what
     failed."""
     failed: list[str] = []
-    kept = sorted(set(_existing(keep)), key=len)
-    # a folder inside another kept one comes back with it
+    fresh = _existing(folders)
+    # only what lies inside a fresh folder comes back (a report folder that is /tmp itself
+    # does not: it would swallow the rest), and a folder inside another kept one with it
+    kept = sorted({p for p in _existing(keep) if any(p.startswith(f + "/") for f in fresh)},
+                  key=len)
     kept = [p for i, p in enumerate(kept)
             if not any(p.startswith(q.rstrip("/") + "/") for q in kept[:i])]
-    for folder in _existing(folders):
+    for folder in fresh:
         inside = [p for p in kept if p.startswith(folder + "/")]
         fds = {p: os.open(p, os.O_PATH | os.O_DIRECTORY) for p in inside}
         try:

@@ -105,7 +105,8 @@ _FRESH_TMP = """
 import os, sys
 from spec_verify._sandbox import enter_sandbox
 keep, hidden = sys.argv[1], sys.argv[2]
-held = enter_sandbox(readonly=[keep], writable=[], needed=[keep, keep + "/inner"],
+# a report folder that is /tmp itself must not hide the rest
+held = enter_sandbox(readonly=["/tmp", keep], writable=[], needed=[keep, keep + "/inner"],
                      drop_to=None, fresh=["/tmp"])
 print(list(held.why_not), os.path.exists(keep + "/inner/module.py"), os.path.exists(hidden))
 """
