@@ -61,10 +61,29 @@ RULE_MUTANTS: tuple[Mutant, ...] = (
                 ""),),
         (_TESTS,), origin="rule",
     ),
+    Mutant(
+        "v01", "traversal: a deleted node's parent judged by its own sequence acceptance", None,
+        "after the leaf is rejected each parent is kept with w_i instead of R_i / (R_i + 1 - "
+        "w_i): the acceptance ignores what the deleted subtree already took; biased",
+        (Change("traversal.py",
+                "        if depth == 0 or owed <= 0.0 or draw_uniform(rng) < mass / owed:\n",
+                "        if depth == 0 or owed <= 0.0 or draw_uniform(rng) < w[depth]:\n"),),
+        (_TESTS,), origin="rule",
+    ),
+    Mutant(
+        "v02", "traversal: the token after a deleted child from the target row", None,
+        "the residual is not updated after a rejection: the added token is drawn from p_i "
+        "instead of max(w_i p_i - q_i, 0), so the deleted child's mass is drawn twice; biased",
+        (Change("traversal.py",
+                "    if mass <= 0.0:  # rounding, or the 0/0 node: its own target row\n",
+                "    if True:  # planted: the residual is never used\n"),),
+        (_TESTS,), origin="rule",
+    ),
 )
 
 # Which reference rule (module) each mutant plants its bug in.
-RULE_OF_MUTANT = {"b01": "block", "b02": "block", "b03": "block", "m01": "sampler_match"}
+RULE_OF_MUTANT = {"b01": "block", "b02": "block", "b03": "block", "m01": "sampler_match",
+                  "v01": "traversal", "v02": "traversal"}
 
 _BY_ID = {m.id: m for m in RULE_MUTANTS}
 

@@ -25,6 +25,7 @@ __all__ = [
     "exact_rule_round",
     "exact_rule_sequences",
     "exact_sampler_match",
+    "exact_traversal",
     "expected_accepted",
 ]
 
@@ -98,10 +99,43 @@ def exact_sampler_match(p_rows: Sequence[Dist], draft_ids: Sequence[int],
     return dict(out)
 
 
+def exact_traversal(p_rows: Sequence[Dist], draft_ids: Sequence[int],
+                    q_rows: Sequence[Dist] | None) -> RoundLaw:
+    """Traversal verification's round law, walked as the rule walks: leaf first, each node
+    kept with its sequence acceptance given that every deeper node was deleted."""
+    q = _q_rows(p_rows, draft_ids, q_rows)
+    k = len(draft_ids)
+    if k == 0:
+        return {(t,): v for t, v in enumerate(p_rows[0]) if v}
+    w = [Fraction(1)]
+    for i, x in enumerate(draft_ids):
+        w.append(min(w[-1] * p_rows[i][x] / q[i][x], Fraction(1)))
+    out: RoundLaw = defaultdict(Fraction)
+    for t, v in enumerate(p_rows[k]):
+        if v:
+            out[(*draft_ids, t)] += w[k] * v
+    reach = 1 - w[k]  # P(every node deeper than `depth` was deleted)
+    for depth in range(k - 1, -1, -1):
+        if not reach:
+            break
+        left = [max(w[depth] * a - b, Fraction(0)) for a, b in zip(p_rows[depth], q[depth],
+                                                                 strict=True)]
+        mass = sum(left, Fraction(0))
+        owed = mass + 1 - w[depth]
+        keep = Fraction(1) if depth == 0 or not owed else mass / owed
+        row = [v / mass for v in left] if mass else list(p_rows[depth])
+        for t, v in enumerate(row):
+            if v:
+                out[(*draft_ids[:depth], t)] += reach * keep * v
+        reach *= 1 - keep
+    return dict(out)
+
+
 RULES: dict[str, Rule] = {
     "block": exact_block,
     "sampler_match": exact_sampler_match,
     "token": exact_verify,
+    "traversal": exact_traversal,
 }
 
 

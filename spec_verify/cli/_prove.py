@@ -13,7 +13,7 @@ Modes (one per call):
   reported apart as conformance to the token rule (CONFORMANT / NOT CONFORMANT, never WRONG);
 - ``--symbolic``: the sympy derivations of the per-token identity and the expected length;
 - ``--lossy RULE --p .. --q ..``: a lossy rule's exact output, TV distance and acceptance;
-- ``--rule block|sampler_match|token``: a chain rule (CONTRACT.md sections 3, 8, 9) proven
+- ``--rule block|sampler_match|token|traversal``: a chain rule (CONTRACT.md sections 3, 8, 9) proven
   lossless on small cases (V up to 6, k up to 4; ``--cases N`` random ones added): its exact
   Fraction law, ``--impl`` by cell enumeration (default: the rule's own float64 reference;
   ``mutant:b01`` and the other rule mutants load here), and each case's exact expected
@@ -78,7 +78,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     mode.add_argument("--tree", action="store_true",
                       help="prove the tree rules over the draft draws, check --impl per fixed "
                       "tree, and measure typical acceptance's bias")
-    mode.add_argument("--rule", choices=("block", "sampler_match", "token"),
+    mode.add_argument("--rule", choices=("block", "sampler_match", "token", "traversal"),
                       help="prove a chain rule lossless on small cases, --impl by cell "
                       "enumeration, with each case's expected accepted length and the optimum")
     mode.add_argument("--lossy", metavar="RULE",

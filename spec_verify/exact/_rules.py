@@ -44,6 +44,7 @@ RULE_IMPLEMENTATIONS = {
     "block": "python:spec_verify.reference.block",
     "sampler_match": "python:spec_verify.reference.sampler_match",
     "token": "reference",
+    "traversal": "python:spec_verify.reference.traversal",
 }
 CHAIN_RULES = tuple(RULE_IMPLEMENTATIONS)
 
@@ -195,12 +196,12 @@ def efficiency_markdown(cases: list[Case] | None = None) -> str:
     from spec_verify.exact._optimal import optimal_accepted
     from spec_verify.reference.rules_exact import expected_accepted
 
-    lines = ["| case | V | k | drafts | token | block | sampler_match | optimum (LP) |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = ["| case | V | k | drafts | token | block | sampler_match | traversal | optimum (LP) |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for case in rule_cases() if cases is None else cases:
         m = case.models
         kept = [float(expected_accepted(r, m.target, m.draft, m.context, case.k))
-                for r in ("token", "block", "sampler_match")]
+                for r in ("token", "block", "sampler_match", "traversal")]
         best = optimal_accepted(m.target, m.draft, m.context, case.k)
         V = case.description.split(",")[0].removeprefix("V=")
         drafts = "one-hot" if m.deterministic else "sampled"

@@ -12,7 +12,8 @@ from spec_verify.mutants.rules import RULE_MUTANTS, RULE_OF_MUTANT, load_rule_mu
 from spec_verify.results import Status
 
 # One small default case where each mutant's law departs (the others may too).
-_CASE_OF = {"b01": "rule/4", "b02": "rule/1", "b03": "rule/4", "m01": "rule/0"}
+_CASE_OF = {"b01": "rule/4", "b02": "rule/1", "b03": "rule/4", "m01": "rule/0",
+            "v01": "rule/4", "v02": "rule/6"}
 
 
 def test_the_default_catalogue_is_untouched() -> None:

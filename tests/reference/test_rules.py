@@ -24,10 +24,12 @@ from spec_verify.reference.rules_exact import (
     expected_accepted,
 )
 from spec_verify.reference.sampler_match import verify_sampler_match
+from spec_verify.reference.traversal import verify_traversal
 from spec_verify.results import Status
 
 F = Fraction
-RULES = {"block": verify_block, "sampler_match": verify_sampler_match}
+RULES = {"block": verify_block, "sampler_match": verify_sampler_match,
+         "traversal": verify_traversal}
 SAMPLED = SamplingParams(temperature=1.0)
 
 
@@ -74,7 +76,7 @@ def test_a_hand_block() -> None:
     assert law == {(0, 0, 0): F(1, 8), (0, 0, 1): F(1, 8), (0, 1): F(1, 4), (1,): F(1, 2)}
 
 
-@pytest.mark.parametrize("rule", ["block", "sampler_match", "token"])
+@pytest.mark.parametrize("rule", ["block", "sampler_match", "token", "traversal"])
 def test_each_rule_is_lossless_on_the_default_cases_in_fractions(rule: str) -> None:
     for case in rule_cases(3):
         m = case.models
