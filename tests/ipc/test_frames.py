@@ -257,7 +257,7 @@ def test_the_transport_imports_no_other_part_of_the_project():
     import sys
 
     code = (
-        "import sys; import spec_verify.ipc.frames, spec_verify.ipc.errors; "
+        "import sys; import spec_verify.ipc.frames, spec_verify.ipc.errors, spec_verify.ipc.codec; "
         "print(sorted(m for m in sys.modules if m.startswith('spec_verify.') "
         "and not m.startswith(('spec_verify.ipc', 'spec_verify._checkout'))))"
     )
