@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from spec_verify.adapters._implementations import load_implementation
+from spec_verify.adapters._loader import load_implementation
 from spec_verify.runner import run_checks
 
 

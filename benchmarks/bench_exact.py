@@ -27,7 +27,7 @@ import statistics
 import time
 from fractions import Fraction
 
-from spec_verify.adapters._implementations import load_implementation
+from spec_verify.adapters._loader import load_implementation
 from spec_verify.exact._cells import Round, enumerate_round
 from spec_verify.reference.exact import exact_verify
 from spec_verify.stats._power import required_samples as planned_samples

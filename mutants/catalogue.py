@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from spec_verify.errors import InvalidArgument, SpecVerifyError
+from spec_verify.mutants._mutant import Change, Mutant, _lines
 
 __all__ = [
     "CATALOGUE",
@@ -75,49 +75,6 @@ class MutantDoesNotApply(SpecVerifyError):
 
 class UnknownMutant(InvalidArgument):
     """A mutant id that is not in the catalogue."""
-
-
-@dataclass(frozen=True)
-class Change:
-    """Replace ``old`` (which must occur exactly once) by ``new`` in ``reference/<file>``."""
-
-    file: str
-    old: str
-    new: str
-
-
-@dataclass(frozen=True)
-class Mutant:
-    """One planted bug.
-
-    Attributes:
-        id: stable id, ``s01`` .. ``s24``.
-        title: what the bug is, in a few words.
-        pitfall: the number of the seed's pitfall (section 5) it embodies, or None for a
-            bug outside the seed's table.
-        symptom: what goes wrong for a user of the sampler.
-        changes: the exact replacements that plant it.
-        killed_by: node ids (relative to ``tests/``) of our tests that fail with it planted.
-        origin: ``"seed"`` (named by the seed's pitfalls table) or ``"ours"``.
-    """
-
-    id: str
-    title: str
-    pitfall: int | None
-    symptom: str
-    changes: tuple[Change, ...]
-    killed_by: tuple[str, ...]
-    origin: str = "seed"
-
-    @property
-    def files(self) -> tuple[str, ...]:
-        """The reference files the mutant touches, in order of first change."""
-        return tuple(dict.fromkeys(c.file for c in self.changes))
-
-
-def _lines(*lines: str) -> str:
-    """Source lines joined with newlines, the last one too (indentation is kept exactly)."""
-    return "\n".join(lines) + "\n"
 
 
 def _test(name: str) -> str:

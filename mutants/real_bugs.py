@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .catalogue import Change, Mutant, _lines
+from ._mutant import Change, Mutant, _lines
 
 __all__ = ["REAL_BUGS", "RealBug"]
 

@@ -232,7 +232,7 @@ def _header(config: pytest.Config) -> str:
 def _implementation(config: pytest.Config) -> Any:
     """The implementation under test, loaded once per session."""
     if _IMPL_KEY not in config.stash:
-        from spec_verify.adapters._implementations import load_implementation
+        from spec_verify.adapters._loader import load_implementation
 
         # From a worker, as ``check`` does: the fixtures hand test authors proxies of the
         # module's objects. Under the grader, ``spec_verify.reference`` here is already the

@@ -19,7 +19,6 @@ import contextlib
 import importlib
 import math
 import re
-import shlex
 import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
@@ -42,6 +41,7 @@ from spec_verify.profiles import (
     parse_profile,
     why_claim,
 )
+from spec_verify.repro import repro_command
 from spec_verify.results import CheckResult, ExitCode, Progress, Status
 from spec_verify.seeds import check_seed
 from spec_verify.tiers import TIER_NAMES, TIERS, TierEntryPointError, TierSpec, resolve_entry_point
@@ -73,38 +73,6 @@ def result_blocks(result: CheckResult, profile: Profile, allow_not_provable: boo
 
 
 _GATE = ("contract", "calls")  # a crash on the first minimal calls skips the later tiers
-
-
-def repro_command(
-    impl: str,
-    tiers: Sequence[str] = (),
-    *,
-    seed: int = 0,
-    case_seed: int | None = None,
-    quick: bool = False,
-    profile: str = "conformance",
-    capabilities: Mapping[str, bool] | None = None,
-    rule: str = "token",
-) -> str:
-    """One shell command that reproduces a result."""
-    words = ["spec-verify", "check"]
-    if impl != "reference":
-        words += ["--impl", impl]
-    for tier in tiers:
-        words += ["--tier", tier]
-    if seed:
-        words += ["--seed", str(seed)]
-    if case_seed is not None:
-        words += ["--case-seed", str(case_seed)]
-    if quick:
-        words.append("--quick")
-    if profile != "conformance":
-        words += ["--profile", profile]
-    if rule != "token":
-        words += ["--rule", rule]
-    for name, offered in sorted((capabilities or {}).items()):
-        words += ["--capability" if offered else "--no-capability", name]
-    return shlex.join(words)
 
 
 def _round_shape(result: CheckResult) -> tuple[str, int] | None:
@@ -494,8 +462,6 @@ def _import_harness(tiers: Sequence[str]) -> None:
         if spec.name in tiers:
             with contextlib.suppress(TierEntryPointError):
                 resolve_entry_point(spec)
-    import spec_verify.reports  # noqa: F401 -- read at the end of every run
-
     import_every_module()
 
 

@@ -91,7 +91,7 @@ def test_one_png_per_plottable_result(tmp_path: Path) -> None:
 
 def test_plots_of_a_real_run(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
-    from spec_verify.adapters._implementations import load_implementation
+    from spec_verify.adapters._loader import load_implementation
     from spec_verify.tiers.statistical import run_statistical_tier
 
     results = run_statistical_tier(

@@ -30,6 +30,8 @@ from spec_verify.adapters._implementations import (
     PythonImplementation,
     TreeImplementation,
     check_tree_result,
+)
+from spec_verify.adapters._loader import (
     load_implementation,
 )
 from spec_verify.adapters._rust_build import (

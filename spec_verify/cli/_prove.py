@@ -245,7 +245,7 @@ def _emit(args: argparse.Namespace, payload: dict[str, Any], text: str, ok: bool
 
 
 def _impl(args: argparse.Namespace) -> Any:
-    from spec_verify.adapters._implementations import load_implementation
+    from spec_verify.adapters._loader import load_implementation
 
     return load_implementation(args.impl)
 

@@ -1087,7 +1087,7 @@ def enumerate_round(
     Raises:
         InvalidArgument: ``guard`` is not in ``(0, 1/8)``.
 
-    >>> from spec_verify.adapters._implementations import load_implementation
+    >>> from spec_verify.adapters._loader import load_implementation
     >>> F = Fraction
     >>> rnd = Round(((F(1, 2), F(1, 4), F(1, 4)),) * 2, (1,), ((F(1, 4), F(1, 2), F(1, 4)),))
     >>> e = enumerate_round(load_implementation("reference"), rnd)

@@ -395,7 +395,7 @@ def enumerate_tree_round(
 
     Never raises for the implementation's misbehaviour (status ``error`` or ``not_provable``).
 
-    >>> from spec_verify.adapters._implementations import load_implementation
+    >>> from spec_verify.adapters._loader import load_implementation
     >>> F = Fraction
     >>> p = (F(0), F(1, 2), F(1, 2)); q = (F(1, 2), F(1, 3), F(1, 6))
     >>> rnd = TreeRound((p, (F(1, 3),) * 3, (F(0), F(0), F(1))), (-1, -1), (0, 1),

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from spec_verify.adapters._implementations import load_implementation
+from spec_verify.adapters._loader import load_implementation
 from spec_verify.errors import InvalidArgument
 from spec_verify.results import Status
 from spec_verify.stats._binomial import clopper_pearson

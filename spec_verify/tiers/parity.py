@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -33,6 +32,7 @@ from spec_verify.reference import (
     sampling_distribution,
 )
 from spec_verify.reference.pcg32 import Pcg32
+from spec_verify.repro import repro_command
 from spec_verify.results import CheckResult, Progress, Status
 from spec_verify.tiers._abi_steps import check_abi_steps, check_status_names
 from spec_verify.tiers._boundary import BOUNDARY_TOLERANCE, decision_tie, filter_tie
@@ -158,17 +158,8 @@ class _Runner:
 # ---- the checks ----------------------------------------------------------------------------
 
 
-@dataclass
-class _Tally:
-    n: int = 0
-    failures: list[tuple[Any, str]] = field(default_factory=list)
-    crashed: ImplementationError | None = None
-
-
 def _repro(impl: Implementation, seed: int, case_seed: int | None = None,
            rule: str = "token") -> str:
-    from spec_verify.runner import repro_command
-
     return repro_command(impl.name, ["parity"], seed=seed, case_seed=case_seed, rule=rule)
 
 

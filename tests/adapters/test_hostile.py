@@ -84,7 +84,7 @@ def test_failure_messages_quote_the_workers_output():
 
 
 def test_a_flood_is_kept_bounded_and_quoted():
-    from spec_verify.adapters._implementations import load_implementation
+    from spec_verify.adapters._loader import load_implementation
 
     impl = load_implementation("python:tests.impls.hostile.stderr_flood", in_process=False)
     try:

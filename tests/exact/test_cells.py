@@ -10,7 +10,8 @@ from fractions import Fraction as F
 
 import pytest
 
-from spec_verify.adapters._implementations import Implementation, load_implementation
+from spec_verify.adapters._implementations import Implementation
+from spec_verify.adapters._loader import load_implementation
 from spec_verify.errors import InvalidArgument, InvalidDistribution
 from spec_verify.exact import _cells as cells
 from spec_verify.exact._cells import (

@@ -9,7 +9,8 @@ from fractions import Fraction as F
 import numpy as np
 import pytest
 
-from spec_verify.adapters._implementations import Implementation, load_implementation
+from spec_verify.adapters._implementations import Implementation
+from spec_verify.adapters._loader import load_implementation
 from spec_verify.errors import InvalidArgument, InvalidDistribution
 from spec_verify.exact._applicability import PROBE_SCRIPTS, injection_probe, witness_holds
 from spec_verify.exact._cells import Round, contract_output

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from spec_verify.adapters._ffi_adapter import FfiImplementation
-from spec_verify.adapters._implementations import Implementation, load_implementation
+from spec_verify.adapters._implementations import Implementation
+from spec_verify.adapters._loader import load_implementation
 from spec_verify.errors import ImplementationError, UnknownImplementation
 from spec_verify.reference import InvalidLogits, SamplingParams, request_rng, verify_draft
 from spec_verify.uniforms import ScriptedUniforms, TooManyDraws

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from spec_verify.adapters._implementations import load_implementation
+from spec_verify.adapters._loader import load_implementation
 from spec_verify.results import Status
 from spec_verify.tiers.parity import run_parity_tier
 

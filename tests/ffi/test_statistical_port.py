@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from spec_verify.adapters._implementations import load_implementation
+from spec_verify.adapters._loader import load_implementation
 from spec_verify.results import Status
 from spec_verify.tiers._drive import SampledVerifier, VerifyRequest
 from spec_verify.tiers.statistical import check_names, run_statistical_tier

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from spec_verify.adapters._implementations import load_implementation
+from spec_verify.adapters._loader import load_implementation
 from spec_verify.results import Status
 from spec_verify.tiers._thread_safety import THREADS, check_thread_safety
 

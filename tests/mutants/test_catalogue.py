@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 import spec_verify.mutants as mutants_package
-from spec_verify.adapters._implementations import PythonImplementation, load_implementation
+from spec_verify.adapters._implementations import PythonImplementation
+from spec_verify.adapters._loader import load_implementation
 from spec_verify.cli import main
 from spec_verify.errors import UnknownImplementation
 from spec_verify.mutants import (

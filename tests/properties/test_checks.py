@@ -13,7 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from spec_verify.adapters import Implementation
-from spec_verify.adapters._implementations import PythonImplementation, load_implementation
+from spec_verify.adapters._implementations import PythonImplementation
+from spec_verify.adapters._loader import load_implementation
 from spec_verify.properties import PROPERTIES, PropertyViolation, checks
 from spec_verify.properties import strategies as sv
 from spec_verify.properties.checks import contract_greedy_token, contract_prompt_lookup

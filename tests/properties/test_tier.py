@@ -6,7 +6,8 @@ import types
 
 import pytest
 
-from spec_verify.adapters._implementations import PythonImplementation, load_implementation
+from spec_verify.adapters._implementations import PythonImplementation
+from spec_verify.adapters._loader import load_implementation
 from spec_verify.errors import InvalidArgument
 from spec_verify.properties import PROPERTIES, run_property_tier
 from spec_verify.results import Status

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from spec_verify.adapters._implementations import load_implementation
+from spec_verify.adapters._loader import load_implementation
 from spec_verify.tiers._drive import SampledVerifier, VerifyRequest, implementation_rng
 
 ROWS = np.log(np.array([[0.5, 0.25, 0.25], [0.2, 0.3, 0.5]]))

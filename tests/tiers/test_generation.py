@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from spec_verify.adapters._implementations import load_implementation
+from spec_verify.adapters._loader import load_implementation
 from spec_verify.tiers.generation import rollback_problem, run_generation_tier
 
 PROMPT = [1, 2, 3]
