@@ -30,7 +30,6 @@ LAYERS: Sequence[tuple[str, ...]] = (
         "spec_verify.ipc",
         "spec_verify.mutants",  # the catalogue's data (the grader's modules are listed below)
         "spec_verify.mutants._source",  # the reference's source files, which mutants change
-        "spec_verify.profiles",
         "spec_verify.reference",
         "spec_verify.repro",
         "spec_verify.results",
@@ -45,7 +44,12 @@ LAYERS: Sequence[tuple[str, ...]] = (
         "spec_verify.mutants.rules",
     ),
     ("spec_verify.exact", "spec_verify.plots"),  # engines over the protocol
-    ("spec_verify.endtoend", "spec_verify.properties", "spec_verify.tiers"),  # the checks
+    (  # the checks, and the profiles that say which apply
+        "spec_verify.endtoend",
+        "spec_verify.profiles",
+        "spec_verify.properties",
+        "spec_verify.tiers",
+    ),
     ("spec_verify.runner",),  # run_checks
     (  # faces over the runner, and the grader
         "spec_verify.mutants._cores",

@@ -86,7 +86,7 @@ def run_exact_tier(
                                f"{impl.name} has no verify_draft (tree-only): the chain "
                                "theorems do not apply; the tree checks below run")]
     if rule != "token" and theorems is None and "injected_uniforms" in impl.capabilities:
-        from spec_verify.runner import repro_command
+        from spec_verify.repro import repro_command
         from spec_verify.tiers._rules import check_rule_exact
 
         repro = repro_command(impl.name, ["exact"], seed=seed, quick=quick, rule=rule)
