@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from spec_verify.adapters._implementations import load_implementation
+from spec_verify.adapters._loader import load_implementation
 from spec_verify.mutants.rules import RULE_OF_MUTANT, load_rule_mutant
 from spec_verify.profiles import Claim, Profile, claim_of, not_applicable_reason
 from spec_verify.results import CheckResult, Status
