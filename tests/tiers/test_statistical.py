@@ -12,11 +12,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from spec_verify.adapters._implementations import (
-    Implementation,
-    PythonImplementation,
-    load_implementation,
-)
+from spec_verify.adapters._implementations import Implementation, PythonImplementation
+from spec_verify.adapters._loader import load_implementation
 from spec_verify.errors import InvalidArgument
 from spec_verify.reference import SamplingParams, sampling_distribution
 from spec_verify.results import CheckResult, Status
