@@ -352,6 +352,13 @@ def run_checks(
             "subclass spec_verify.adapters.Implementation (override what it offers)",
         )
     name = loaded.name
+    refused = loaded.use_rule(rule)
+    if refused is not None:
+        if isinstance(impl, str):
+            loaded.close()
+        refusal = CheckResult("load", "rule", Status.ERROR, refused)
+        return CheckReport(name, seed, wanted, (refusal,), time.perf_counter() - started, quick,
+                           profile=profile, rule=rule)
     if timeout is not None:
         loaded.timeout = timeout
     if budget is not None:

@@ -321,6 +321,32 @@ int32_t sv_prompt_lookup(const int64_t* ctx, int64_t n_ctx, int64_t k,
                          int64_t max_ngram, int64_t min_ngram,
                          int64_t* out_ids, int64_t out_capacity, int64_t* out_n);
 
+/* ---- Other chain rules (CONTRACT.md sections 8, 9): OPTIONAL symbols ------------------- */
+
+/* sv_verify_draft's arguments, outputs and errors, another rule's decisions and draw order:
+ * block verification (section 8: eta_1..eta_m, then one uniform for the added token, m + 1
+ * draws whatever is kept) and sampler-match (section 9: one uniform per reached position,
+ * the target's own sample there, a mismatch emits it and stops; n_accepted + 1 draws).
+ * A library exporting them is still ABI version 2; `spec-verify check --rule block` (or
+ * sampler_match) checks the symbol, and SV_CAP_VERIFY_BLOCK / SV_CAP_VERIFY_SAMPLER_MATCH
+ * must agree with exporting it (else the library is refused). */
+int32_t sv_verify_block(const double* target_logits, int64_t m, int64_t V,
+                        const int64_t* draft_ids, const double* draft_probs,
+                        const sv_sampling_params* params,
+                        const int64_t* history, int64_t n_history,
+                        const int64_t* prompt, int64_t n_prompt,
+                        sv_uniform_fn uniform, void* uniform_ctx, uint64_t pcg_seed,
+                        int64_t* out_ids, int64_t out_capacity,
+                        int64_t* out_n_emitted, int64_t* out_n_accepted);
+int32_t sv_verify_sampler_match(const double* target_logits, int64_t m, int64_t V,
+                                const int64_t* draft_ids, const double* draft_probs,
+                                const sv_sampling_params* params,
+                                const int64_t* history, int64_t n_history,
+                                const int64_t* prompt, int64_t n_prompt,
+                                sv_uniform_fn uniform, void* uniform_ctx, uint64_t pcg_seed,
+                                int64_t* out_ids, int64_t out_capacity,
+                                int64_t* out_n_emitted, int64_t* out_n_accepted);
+
 /* ---- Declared capabilities: an OPTIONAL symbol ----------------------------------------- */
 
 /* A library may say what it offers; one that exports sv_capabilities is still ABI version 2,
@@ -339,6 +365,8 @@ int32_t sv_prompt_lookup(const int64_t* ctx, int64_t n_ctx, int64_t k,
 #define SV_CAP_PCG32                  (1u << 4)
 #define SV_CAP_VERIFY_TREE            (1u << 5)
 #define SV_CAP_FLOAT32                (1u << 6)  /* float32 arithmetic (informational) */
+#define SV_CAP_VERIFY_BLOCK           (1u << 8)  /* exports sv_verify_block */
+#define SV_CAP_VERIFY_SAMPLER_MATCH   (1u << 9)  /* exports sv_verify_sampler_match */
 uint32_t sv_capabilities(void);
 
 #ifdef __cplusplus

@@ -168,6 +168,15 @@ SYMBOLS: dict[str, tuple[Any, tuple[Any, ...]]] = {
 }
 
 
+# The chain symbol of each verification rule (``check --rule``; CONTRACT.md 3, 8, 9): the
+# same arguments as sv_verify_draft; the two besides it are optional, each with its SV_CAP bit.
+RULE_SYMBOLS = {
+    "token": "sv_verify_draft",
+    "block": "sv_verify_block",
+    "sampler_match": "sv_verify_sampler_match",
+}
+RULE_SYMBOL_BITS = {"sv_verify_block": 1 << 8, "sv_verify_sampler_match": 1 << 9}
+
 # The SV_CAP_* bits of sv_capabilities (spec_verify.h), by capability name.
 CAPABILITY_BITS: dict[str, int] = {
     "injected_uniforms": 1 << 0,
@@ -182,6 +191,8 @@ CAPABILITY_BITS: dict[str, int] = {
 # Optional symbols: a library without them is still ABI version 2 (a capability less).
 OPTIONAL_SYMBOLS: dict[str, tuple[Any, tuple[Any, ...]]] = {
     "sv_capabilities": (ctypes.c_uint32, ()),
+    "sv_verify_block": SYMBOLS["sv_verify_draft"],
+    "sv_verify_sampler_match": SYMBOLS["sv_verify_draft"],
     "sv_verify_tree": (
         ctypes.c_int32,
         (
@@ -356,6 +367,16 @@ class Library:
                 f"{'does not export' if declared['verify_tree'] else 'exports'} sv_verify_tree",
                 "set SV_CAP_VERIFY_TREE exactly when sv_verify_tree is exported",
             )
+        for symbol, bit in RULE_SYMBOL_BITS.items():
+            if bool(mask & bit) != (symbol in self.optional):
+                cap = "SV_CAP_" + symbol.removeprefix("sv_").upper()
+                raise UnknownImplementation(
+                    "impl", spec,
+                    f"sv_capabilities() = {mask:#x} says {cap} is "
+                    f"{'set' if mask & bit else 'clear'} but the library "
+                    f"{'exports' if symbol in self.optional else 'does not export'} {symbol}",
+                    f"set {cap} exactly when {symbol} is exported",
+                )
         return declared
 
     # ---- errors -------------------------------------------------------------------------
@@ -576,8 +597,9 @@ class Library:
         prompt: Sequence[int] = (),
         uniform: Callable[[], float] | None = None,
         pcg_seed: int = 0,
+        rule: str = "token",
     ) -> tuple[list[int], int]:
-        """``sv_verify_draft``.
+        """``sv_verify_draft``, or the chain symbol of another ``rule`` (``RULE_SYMBOLS``).
 
         Args:
             target_logits: ``(m + 1, V)`` float64 (shape checked here: the ABI has no shapes).
@@ -650,7 +672,11 @@ class Library:
         out = _with_canary(capacity, np.int64, _CANARY_I64)
         n_emitted = _with_canary(1, np.int64, _CANARY_I64)
         n_accepted = _with_canary(1, np.int64, _CANARY_I64)
-        status = self._lib.sv_verify_draft(
+        symbol = RULE_SYMBOLS.get(rule)
+        if symbol is None or (symbol != "sv_verify_draft" and symbol not in self.optional):
+            raise self._implementation_error(
+                "verify_draft", f"--rule {rule}: the library does not export {symbol}")
+        status = getattr(self._lib, symbol)(
             _ptr(rows, _F64P),
             m,
             V,

@@ -114,6 +114,8 @@ class FfiImplementation(Implementation):
         self.path = str(pathlib.Path(path).expanduser().resolve())
         self.name = f"ffi:{self.path}"
         self.timeout = timeout
+        self.rule = "token"  # whose chain symbol verify_draft calls (use_rule)
+        self.optional_symbols: frozenset[str] = frozenset()
         self.capabilities = frozenset(
             {"verify_draft", "injected_uniforms", "greedy", "sampling_distribution",
              "prompt_lookup", "pcg32"}
@@ -147,6 +149,7 @@ class FfiImplementation(Implementation):
                 optional = reply.get("optional", [])
                 if not (isinstance(optional, list) and all(isinstance(o, str) for o in optional)):
                     raise WireError("the greeting's optional symbols are not a list of names")
+                self.optional_symbols = frozenset(optional)
                 if "sv_verify_tree" in optional:  # the optional tree symbol (spec_verify.h)
                     self.capabilities = self.capabilities | {"verify_tree"}
                 declared = reply.get("declared")
@@ -338,7 +341,21 @@ class FfiImplementation(Implementation):
             "history": list(history),
             "prompt": list(prompt),
         }
+        if self.rule != "token":  # the chain symbol of another rule (use_rule)
+            kwargs["rule"] = self.rule
         return ("verify_draft", kwargs, source)
+
+    def use_rule(self, rule: str) -> str | None:
+        """Route ``verify_draft`` to ``rule``'s chain symbol (``sv_verify_block``,
+        ``sv_verify_sampler_match``); why not, when the library does not export it."""
+        from spec_verify.adapters._ffi import RULE_SYMBOLS
+
+        symbol = RULE_SYMBOLS[rule]
+        if rule != "token" and symbol not in self.optional_symbols:
+            return (f"--rule {rule}: the library does not export {symbol} (an optional symbol "
+                    "of spec_verify.h); export it, or check the token rule without --rule")
+        self.rule = rule
+        return None
 
     def params(self, **fields: Any) -> SamplingParams:
         """Sampling parameters (the reference's ``SamplingParams``, validated)."""

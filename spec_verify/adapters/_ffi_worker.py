@@ -168,6 +168,7 @@ def run_call(  # noqa: PLR0911 -- one return per kind of outcome
                 kwargs.get("prompt", ()),
                 uniform,
                 seed,
+                kwargs.get("rule", "token"),
             )
         elif method == "verify_tree":
             uniform, seed = _uniform_source(source or ("forbid",), sock, counter)

@@ -300,6 +300,12 @@ class Implementation(abc.ABC):
         as JSON, for the report), or None when it runs in the harness's process."""
         return None
 
+    def use_rule(self, rule: str) -> str | None:
+        """Make ``verify_draft`` the verification rule ``rule`` (``check --rule``); None when
+        it is, else why not. A Python module's ``verify_draft`` is whatever rule it has: the
+        checks judge it against ``rule``; the FFI adapter routes to the rule's C symbol."""
+        return None
+
     def breakpoint_hints(self, rnd: Any) -> list[Fraction]:
         """Exact thresholds of the implementation's rule on the exact engine's round ``rnd``
         (the enumerator snaps located breakpoints to them); none by default."""

@@ -44,6 +44,8 @@ PLANTED_BUGS = (
     "bug_sample_inclusive",
     "bug_shared_scratch",
     "bug_tree_stale_residual",
+    "bug_block_unadjusted_residual",
+    "bug_sampler_match_no_break",
 )
 
 

@@ -18,6 +18,7 @@ pub mod error;
 pub(crate) mod ffi;
 pub mod lookup;
 pub mod pcg32;
+pub mod rules;
 pub mod sampling;
 pub mod tree;
 pub mod verify;
@@ -53,4 +54,8 @@ pub const PLANTED_BUGS: &[&str] = &[
     "bug_sample_inclusive",
     #[cfg(feature = "bug_tree_stale_residual")]
     "bug_tree_stale_residual",
+    #[cfg(feature = "bug_block_unadjusted_residual")]
+    "bug_block_unadjusted_residual",
+    #[cfg(feature = "bug_sampler_match_no_break")]
+    "bug_sampler_match_no_break",
 ];

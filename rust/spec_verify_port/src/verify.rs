@@ -93,26 +93,18 @@ fn check_draft_probs(q: &[f64], ids: &[i64], v: usize) -> SvResult<()> {
     Ok(())
 }
 
-/// `verify_draft(target_logits, draft_ids, draft_probs, p, history, rng, prompt)`.
-///
-/// `target_logits` is `(m + 1) * v` row-major with `m = draft_ids.len()`; `draft_probs` is
-/// `m * v` or `None` (a deterministic draft: one-hot `q_i`). `uniform` is called for every
-/// draw, in the contract's order, and may fail (its error is returned as is). Everything is
-/// validated before the first draw.
-#[allow(clippy::too_many_arguments)] // the contract's verify_draft takes these eight
-pub fn verify_draft<F>(
-    target_logits: &[f64],
+/// Validates one round's arguments (every chain rule shares them, CONTRACT.md section 3)
+/// before the first draw: the target rows and the draft rows a sampled round reads.
+#[allow(clippy::type_complexity)]
+pub(crate) fn check_round<'a>(
+    target_logits: &'a [f64],
     v: usize,
     draft_ids: &[i64],
-    draft_probs: Option<&[f64]>,
+    draft_probs: Option<&'a [f64]>,
     p: &SamplingParams,
     history: &[i64],
     prompt: &[i64],
-    mut uniform: F,
-) -> SvResult<Verified>
-where
-    F: FnMut() -> SvResult<f64>,
-{
+) -> SvResult<(Vec<&'a [f64]>, Option<&'a [f64]>)> {
     p.validate()?;
     let m = draft_ids.len();
     if v == 0 {
@@ -170,7 +162,32 @@ where
             seen.push(x);
         }
     }
-    seen.truncate(history.len());
+    Ok((rows, q_rows))
+}
+
+/// `verify_draft(target_logits, draft_ids, draft_probs, p, history, rng, prompt)`.
+///
+/// `target_logits` is `(m + 1) * v` row-major with `m = draft_ids.len()`; `draft_probs` is
+/// `m * v` or `None` (a deterministic draft: one-hot `q_i`). `uniform` is called for every
+/// draw, in the contract's order, and may fail (its error is returned as is). Everything is
+/// validated before the first draw.
+#[allow(clippy::too_many_arguments)] // the contract's verify_draft takes these eight
+pub fn verify_draft<F>(
+    target_logits: &[f64],
+    v: usize,
+    draft_ids: &[i64],
+    draft_probs: Option<&[f64]>,
+    p: &SamplingParams,
+    history: &[i64],
+    prompt: &[i64],
+    mut uniform: F,
+) -> SvResult<Verified>
+where
+    F: FnMut() -> SvResult<f64>,
+{
+    let (rows, q_rows) = check_round(target_logits, v, draft_ids, draft_probs, p, history, prompt)?;
+    let m = draft_ids.len();
+    let mut seen: Vec<i64> = history.to_vec();
 
     let mut kept: Vec<i64> = Vec::with_capacity(m + 1);
     // What the penalties see for row i: history plus the drafts kept so far this round.

@@ -15,6 +15,7 @@ use crate::sampling::{check_probs, sample_with, sampling_distribution, SamplingP
 use crate::verify::{speculative_step, verify_draft};
 
 mod params;
+mod rules;
 mod tree;
 
 pub(crate) use params::SvSamplingParams;
@@ -143,6 +144,8 @@ pub(crate) const SV_CAP_SAMPLING_DISTRIBUTION: u32 = 1 << 2;
 pub(crate) const SV_CAP_PROMPT_LOOKUP: u32 = 1 << 3;
 pub(crate) const SV_CAP_PCG32: u32 = 1 << 4;
 pub(crate) const SV_CAP_VERIFY_TREE: u32 = 1 << 5;
+pub(crate) const SV_CAP_VERIFY_BLOCK: u32 = 1 << 8;
+pub(crate) const SV_CAP_VERIFY_SAMPLER_MATCH: u32 = 1 << 9;
 
 /// `uint32_t sv_capabilities(void)` (optional in the ABI): the port offers everything the
 /// contract asks of a port, in its draw order, and exports `sv_verify_tree`; it computes in
@@ -155,6 +158,8 @@ pub extern "C" fn sv_capabilities() -> u32 {
         | SV_CAP_PROMPT_LOOKUP
         | SV_CAP_PCG32
         | SV_CAP_VERIFY_TREE
+        | SV_CAP_VERIFY_BLOCK
+        | SV_CAP_VERIFY_SAMPLER_MATCH
 }
 
 /// `const char* sv_last_error(void)`: the thread's last error message ("" if none).
@@ -342,6 +347,108 @@ pub unsafe extern "C" fn sv_verify_draft(
     out_n_emitted: *mut i64,
     out_n_accepted: *mut i64,
 ) -> i32 {
+    verify_chain(
+        ChainRule::Token,
+        target_logits,
+        m,
+        v,
+        draft_ids,
+        draft_probs,
+        params,
+        history,
+        n_history,
+        prompt,
+        n_prompt,
+        uniform,
+        uniform_ctx,
+        pcg_seed,
+        out_ids,
+        out_capacity,
+        out_n_emitted,
+        out_n_accepted,
+    )
+}
+
+/// Which chain rule a `sv_verify_*` symbol runs (CONTRACT.md sections 3, 8, 9).
+#[derive(Clone, Copy)]
+pub(crate) enum ChainRule {
+    Token,
+    Block,
+    SamplerMatch,
+}
+
+#[allow(clippy::too_many_arguments)] // verify_draft's eight arguments and the rule
+fn run_rule(
+    rule: ChainRule,
+    target_logits: &[f64],
+    v: usize,
+    draft_ids: &[i64],
+    draft_probs: Option<&[f64]>,
+    p: &SamplingParams,
+    history: &[i64],
+    prompt: &[i64],
+    uniform: &mut dyn FnMut() -> SvResult<f64>,
+) -> SvResult<crate::verify::Verified> {
+    match rule {
+        ChainRule::Token => verify_draft(
+            target_logits,
+            v,
+            draft_ids,
+            draft_probs,
+            p,
+            history,
+            prompt,
+            uniform,
+        ),
+        ChainRule::Block => crate::rules::verify_block(
+            target_logits,
+            v,
+            draft_ids,
+            draft_probs,
+            p,
+            history,
+            prompt,
+            uniform,
+        ),
+        ChainRule::SamplerMatch => crate::rules::verify_sampler_match(
+            target_logits,
+            v,
+            draft_ids,
+            draft_probs,
+            p,
+            history,
+            prompt,
+            uniform,
+        ),
+    }
+}
+
+/// The body of every chain symbol (`sv_verify_draft`, `sv_verify_block`,
+/// `sv_verify_sampler_match`): one argument contract, the rule's draw order.
+///
+/// # Safety
+/// As `sv_verify_draft`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn verify_chain(
+    rule: ChainRule,
+    target_logits: *const f64,
+    m: i64,
+    v: i64,
+    draft_ids: *const i64,
+    draft_probs: *const f64,
+    params: *const SvSamplingParams,
+    history: *const i64,
+    n_history: i64,
+    prompt: *const i64,
+    n_prompt: i64,
+    uniform: SvUniformFn,
+    uniform_ctx: *mut c_void,
+    pcg_seed: u64,
+    out_ids: *mut i64,
+    out_capacity: i64,
+    out_n_emitted: *mut i64,
+    out_n_accepted: *mut i64,
+) -> i32 {
     guard(|| {
         let m = length("m", m)?;
         let v = length("V", v)?;
@@ -379,7 +486,8 @@ pub unsafe extern "C" fn sv_verify_draft(
             );
         }
         let verified = match uniform {
-            Some(callback) => verify_draft(
+            Some(callback) => run_rule(
+                rule,
                 target_logits,
                 v,
                 draft_ids,
@@ -387,7 +495,7 @@ pub unsafe extern "C" fn sv_verify_draft(
                 &params,
                 history,
                 prompt,
-                || {
+                &mut || {
                     let u = callback(uniform_ctx);
                     if (0.0..1.0).contains(&u) {
                         Ok(u)
@@ -401,7 +509,8 @@ pub unsafe extern "C" fn sv_verify_draft(
             )?,
             None => {
                 let mut rng = request_rng(pcg_seed);
-                verify_draft(
+                run_rule(
+                    rule,
                     target_logits,
                     v,
                     draft_ids,
@@ -409,7 +518,7 @@ pub unsafe extern "C" fn sv_verify_draft(
                     &params,
                     history,
                     prompt,
-                    || Ok(rng.random()),
+                    &mut || Ok(rng.random()),
                 )?
             }
         };
@@ -932,6 +1041,8 @@ mod tests {
             "sv_speculative_step",
             "sv_verify_draft",
             "sv_verify_tree",
+            "sv_verify_block",
+            "sv_verify_sampler_match",
             "sv_prompt_lookup",
         ];
         exported.sort();
@@ -944,6 +1055,8 @@ mod tests {
             ("SV_CAP_PROMPT_LOOKUP", SV_CAP_PROMPT_LOOKUP),
             ("SV_CAP_PCG32", SV_CAP_PCG32),
             ("SV_CAP_VERIFY_TREE", SV_CAP_VERIFY_TREE),
+            ("SV_CAP_VERIFY_BLOCK", SV_CAP_VERIFY_BLOCK),
+            ("SV_CAP_VERIFY_SAMPLER_MATCH", SV_CAP_VERIFY_SAMPLER_MATCH),
         ];
         for (name, bit) in crate_bits {
             assert!(capability_bits.contains(&(name.to_string(), bit)), "{name}");
