@@ -30,6 +30,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from spec_verify.errors import ImplementationError, InvalidArgument, InvalidDistribution
+from spec_verify.reference.exact import Dist
 from spec_verify.uniforms import ScriptedUniforms, TooManyDraws
 
 if TYPE_CHECKING:  # the engine takes any implementation; it imports no adapter
@@ -57,7 +58,6 @@ __all__ = [
     "round_arguments",
 ]
 
-Dist = tuple[Fraction, ...]
 Emitted = tuple[int, ...]
 Outcome = tuple[Emitted, int]  # (emitted ids, uniforms consumed)
 

@@ -25,6 +25,7 @@ from fractions import Fraction
 from typing import Any
 
 from spec_verify.exact._cells import format_fraction
+from spec_verify.reference.exact import Dist
 
 __all__ = [
     "BiasRow",
@@ -34,7 +35,6 @@ __all__ = [
     "typical_bias",
 ]
 
-Dist = tuple[Fraction, ...]
 LOSSLESS = ("with_replacement", "without_replacement")
 DEFAULT_EPSILONS = ("0.001", "0.01", "0.05", "0.09", "0.2", "0.3", "0.5", "0.8")
 

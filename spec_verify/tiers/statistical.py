@@ -48,6 +48,7 @@ from numpy.typing import NDArray
 from spec_verify.adapters._generation_request import GenerationRequest
 from spec_verify.adapters._implementations import Implementation
 from spec_verify.errors import ImplementationError, InvalidArgument
+from spec_verify.reference.exact import Dist
 from spec_verify.results import CheckResult, Status
 from spec_verify.stats._binomial import acceptance_rate_test
 from spec_verify.stats._gof import g_test
@@ -87,7 +88,6 @@ TIER = "statistical"
 _BATCH = 512  # draws between two looks of the sequential test
 F = Fraction
 Sample = Hashable
-Dist = tuple[Fraction, ...]
 
 
 # --- the checks ------------------------------------------------------------------------------
