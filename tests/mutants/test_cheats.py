@@ -117,14 +117,15 @@ def test_the_lottery_with_a_fixed_seed(weak, side_channel, monkeypatch):
 
 def test_the_counting_lottery_beats_two_clean_reruns(weak, side_channel, monkeypatch):
     """The attack is real: with as few clean reruns as confirmations (this project's old
-    default), the counting lottery wins about 1 grading in 12 here; seed 23 wins."""
-    result = _counting_lottery(monkeypatch, seed=23, clean_reruns=2)
+    default), the counting lottery wins about 1 grading in 16 here (3 of the 8 shuffled main
+    runs are its misses, then 1 in C(4, 2) = 6 confirmation draws); seed 8 wins."""
+    result = _counting_lottery(monkeypatch, seed=8, clean_reruns=2)
     assert result.graded and result.detected > weak.detected, result.reason
 
 
 def test_the_default_clean_reruns_refuse_the_same_lottery(weak, side_channel, monkeypatch):
     assert clean_reruns_needed(len(MUTANTS), DEFAULT_DECOYS, DEFAULT_CONFIRMATIONS) == 10
-    result = _counting_lottery(monkeypatch, seed=23, clean_reruns=None)
+    result = _counting_lottery(monkeypatch, seed=8, clean_reruns=None)
     _no_better(result, weak)
     assert not result.graded and result.refusal is Refusal.FLAKY, result.reason
     assert "cheats/test_counting_lottery.py::test_counting_lottery" in result.flaky_tests
@@ -133,9 +134,10 @@ def test_the_default_clean_reruns_refuse_the_same_lottery(weak, side_channel, mo
 def _counting_lottery(monkeypatch, seed, clean_reruns):
     reruns = clean_reruns or clean_reruns_needed(len(MUTANTS), DEFAULT_DECOYS,
                                                  DEFAULT_CONFIRMATIONS)
-    # the suite knows the grader's whole plan (the worst case): 3 repeats, then 3 decoys and
-    # the 3 mutants its honest test misses, then 2 reruns of its pick and the clean reruns
-    for name, value in [("SEED", seed), ("REPEATS", DEFAULT_REPEATS), ("MAIN", 6),
+    # the suite knows the grader's whole plan (the worst case): one clean calibration run,
+    # then the other clean repeats shuffled among 3 decoys and the 3 mutants its honest test
+    # misses, then 2 reruns of its pick and the clean reruns
+    for name, value in [("SEED", seed), ("REPEATS", 1), ("MAIN", 6 + DEFAULT_REPEATS - 1),
                         ("CONFIRMATIONS", DEFAULT_CONFIRMATIONS),
                         ("CONFIRMATION_RUNS", DEFAULT_CONFIRMATIONS + reruns)]:
         monkeypatch.setenv(f"LOTTERY_{name}", str(value))
