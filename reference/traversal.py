@@ -29,6 +29,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ._rule_args import ChainRound, chain_round
+from .block import block_weights
 from .sampling import SamplingParams, UniformSource, draw_uniform, sample_with
 from .verify import _verify_greedy
 
@@ -37,12 +38,9 @@ __all__ = ["SamplingParams", "sequence_acceptance", "verify_draft", "verify_trav
 Row = NDArray[np.float64]
 
 
-def sequence_acceptance(rnd: ChainRound) -> list[float]:
-    """``w_0 .. w_k``: the root-to-node acceptance, clipped at 1 at every step."""
-    out = [1.0]
-    for i, x in enumerate(rnd.ids):
-        out.append(min(out[-1] * float(rnd.target(i)[x]) / float(rnd.draft(i)[x]), 1.0))
-    return out
+# ``w_0 .. w_k``, the root-to-node acceptance clipped at 1 at every step: block
+# verification's weights, the same quantity
+sequence_acceptance = block_weights
 
 
 def _subtree_residual(rnd: ChainRound, w: float, depth: int) -> Row:
