@@ -16,6 +16,7 @@ layout. The folder is deleted when the run has been read.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import secrets
@@ -142,6 +143,16 @@ def sandbox_plan() -> dict[str, Any] | None:
             "drop_to": NOBODY if os.geteuid() == 0 else None}
 
 
+def _tree_key(sources: Mapping[str, str]) -> str:
+    """A tree's identity: the digest of its files and texts."""
+    digest = hashlib.sha256()
+    for name in sorted(sources):
+        for part in (name, sources[name]):
+            data = part.encode("utf-8", "surrogatepass")
+            digest.update(len(data).to_bytes(8, "little") + data)
+    return digest.hexdigest()
+
+
 def scratch_dir() -> str:
     """Where run folders go: the temporary folder the user chose (``TMPDIR`` or
     ``tempfile.tempdir``), else ``/dev/shm`` when it is a writable memory file system (a run
@@ -259,7 +270,8 @@ class RunPool:
         self._sampler: subprocess.Popen[bytes] | None = None
         self._sampler_control: socket.socket | None = None  # jobs and socket ends to serve
         self._handover: socket.socket | None = None  # the suite's socket ends, to the worker
-        self._compiled: set[tuple[str, str]] = set()  # texts the sampler's server compiled
+        self._trees: dict[str, socket.socket] = {}  # tree key -> its server's control
+        self._served: dict[str, socket.socket] = {}  # token -> the tree server of its run
         self._cores = available_cores()
         self._had_children: set[int] = set()
         self.sandbox: dict[str, Any] = {}  # which protections every run gets (the probe's)
@@ -321,10 +333,12 @@ class RunPool:
                 worker.wait()
             if worker.stdout:
                 worker.stdout.close()
-        for channel in (self._handover, self._sampler_control):
+        for channel in (self._handover, *self._trees.values(), self._sampler_control):
             if channel is not None:
                 channel.close()
         self._handover = self._sampler_control = None
+        self._trees.clear()
+        self._served.clear()
         sampler, self._sampler = self._sampler, None
         if sampler is not None:  # it ends every served child when its control socket closes
             try:
@@ -344,33 +358,43 @@ class RunPool:
         self._finished.clear()
 
     def precompile(self, trees: Sequence[Mapping[str, str]]) -> None:
-        """Have the sampler's fork server compile every text of ``trees`` now, once each.
+        """Give every tree of ``trees`` its own server in the sampler, which compiles it now.
 
-        Every served child then finds its tree compiled instead of compiling it (a run's
-        sampler spent 0.1-0.3 s compiling the reference, most of its start). The grader calls
-        this with all of a grading's trees (clean, canary, every mutant) before the first run,
-        so every run finds its tree compiled: no run is faster for its tree having been seen
-        before (which would tell a decoy from a mutant by time).
+        A served child then finds its tree compiled instead of compiling it (a run's sampler
+        spent 0.1-0.3 s compiling the reference, most of its start), and holds no other tree:
+        each tree's server is forked from the sampler's fork server, which holds only the
+        installed reference, before it is sent its tree. The grader calls this with all of a
+        grading's trees (clean, canary, every mutant) before the first run, so every run finds
+        its tree compiled: no run is faster for its tree having been seen before (which would
+        tell a decoy from a mutant by time). A tree a run brings that was not precompiled
+        gets its server at that run's start.
         """
+        for tree in trees:
+            self._tree_control(tree)
+
+    def _tree_control(self, sources: Mapping[str, str]) -> socket.socket:
+        """The control socket of the server of tree ``sources`` (started on first use)."""
         if self._sampler_control is None:
             raise WorkerError("the run pool is not started (use it as a context manager)")
-        files = [[name, text] for name, text in dict.fromkeys(
-            (name, text) for tree in trees for name, text in tree.items()
-            if name.endswith(".py") and (name, text) not in self._compiled)]
-        if not files:
-            return
+        key = _tree_key(sources)
+        if key in self._trees:
+            return self._trees[key]
+        files = [[name, text] for name, text in sources.items() if name.endswith(".py")]
         ours, theirs = socket.socketpair()
+        control, server_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
-            with theirs:
-                socket.send_fds(self._sampler_control, [json.dumps({"op": "precompile"}).encode()],
-                                [theirs.fileno()])
+            with theirs, server_end:
+                socket.send_fds(self._sampler_control, [json.dumps({"op": "tree"}).encode()],
+                                [theirs.fileno(), server_end.fileno()])
             send_message(ours, {"files": files}, deadline=time.monotonic() + 60)
         except (OSError, WireError) as exc:
+            control.close()
             raise self._gone() or WorkerError(
-                f"the grader could not hand its trees to the sampler ({exc})") from exc
+                f"the grader could not hand a tree to the sampler ({exc})") from exc
         finally:
             ours.close()
-        self._compiled.update((name, text) for name, text in files)
+        self._trees[key] = control
+        return control
 
     def _send(self, message: Mapping[str, Any]) -> None:
         if self._worker is None or self._worker.stdin is None or self.root is None:
@@ -409,13 +433,20 @@ class RunPool:
         # the run's two processes on one core, drawn afresh for each run (see _cores)
         core = pick_core(self._cores, self._held.values())
         prepared.job["cpu"] = core
+        tree_control = self._tree_control(prepared.sources)
         suite_end, sampler_end = socket.socketpair()
         try:
             with sampler_end:
-                socket.send_fds(self._sampler_control,
-                                [json.dumps({"op": "serve", "token": token,
-                                             "cpu": core}).encode()],
-                                [sampler_end.fileno()])
+                try:
+                    socket.send_fds(tree_control,
+                                    [json.dumps({"op": "serve", "token": token,
+                                                 "cpu": core}).encode()],
+                                    [sampler_end.fileno()])
+                except (BrokenPipeError, ConnectionError) as exc:
+                    # only a run can end a tree's server (or the fork server it dies with)
+                    raise self._gone() or HarmfulRun(
+                        "a run of the suite killed the grader's sampler (a graded tree's "
+                        "fork server): a suite must not touch the grader's processes") from exc
             # the tree goes in at the suite's end and comes out at the sampler's: the suite's
             # process receives an end whose incoming side holds only the sampler's replies
             send_message(suite_end, {"sources": dict(prepared.sources),
@@ -429,6 +460,7 @@ class RunPool:
             suite_end.close()
         self._send(prepared.job)
         self._runs[token] = prepared
+        self._served[token] = tree_control
         if core is not None:
             self._held[token] = core
         return token
@@ -468,9 +500,10 @@ class RunPool:
         prepared = self._runs.pop(token)
         self._held.pop(token, None)
         run = prepared.run
-        if self._sampler_control is not None:  # the run is over: so is its sampler
+        tree_control = self._served.pop(token, None)
+        if tree_control is not None:  # the run is over: so is its sampler
             with contextlib.suppress(OSError):
-                self._sampler_control.send(json.dumps({"op": "end", "token": token}).encode())
+                tree_control.send(json.dumps({"op": "end", "token": token}).encode())
         outcome = self._outcome(run, prepared.before, reply)
         if keep:
             self._finished.append(run)

@@ -1,8 +1,12 @@
 """The graded sampler's process: one reference tree (clean, canary or mutant), served.
 
 Started once per grading as ``python -m spec_verify.mutants._sampler FD`` (a fork server: it
-imports numpy once and never the reference). For each graded run the grader sends it, over the
-control socket ``FD``, a token and one end of a fresh socket pair; it forks a child that:
+imports numpy once and never the reference, and compiles the installed reference's text). For
+each tree of a grading (clean, canary, each mutant) the grader asks it over the control socket
+``FD`` for a tree's server, a process forked from it that is sent that one tree and compiles
+it; so no process but the grader holds another tree's changed text. For each graded run the
+grader sends the run's tree server a token and one end of a fresh socket pair; it forks a
+child that:
 
 1. reads the run's reference tree (``{"sources": {file: text}}``) from that socket: the grader
    wrote it into the other end before handing that end to the suite's process, so the source
@@ -40,14 +44,15 @@ __all__ = ["ORIGIN", "PACKAGE", "describe", "main", "module_names", "precompile"
 PACKAGE = "spec_verify.reference"
 ORIGIN = "<reference>"  # the pseudo folder of a served tree's files
 _TREE_DEADLINE = 60.0  # seconds to receive the tree once the child starts
-# The fork server's compiled texts, ``(filename, text) -> code``, filled by ``precompile``
-# requests before any run; every served child inherits it and compiles nothing it holds.
+_PR_SET_PDEATHSIG = 1
+# Compiled texts, ``(filename, text) -> code``: in the fork server the installed reference's,
+# in a tree's server those and its tree's; a served child compiles nothing its server holds.
 _COMPILED: dict[tuple[str, str], CodeType] = {}
 
 
 def precompile(files: Any) -> int:
-    """Compile ``[[relative file, text], ...]`` (every tree of a grading, each distinct text
-    once) into ``_COMPILED``; the number of texts compiled. A text that does not compile is
+    """Compile ``[[relative file, text], ...]`` (one tree) into ``_COMPILED``, each text not
+    already there; the number of texts compiled. A text that does not compile is
     left out: its run compiles it and fails there, as it would without this."""
     from ._load import compile_source, tree_filename
 
@@ -254,20 +259,61 @@ def serve(sock: socket.socket) -> None:
     endpoint.serve_forever()
 
 
-def main() -> int:
-    """Fork a served child per request on the control socket; end them when told or at EOF."""
-    control = socket.socket(fileno=int(sys.argv[1]))
-    import numpy  # noqa: F401 (imported once here, before any fork)
+def _die_with_parent() -> None:
+    """SIGKILL this process when its parent dies (Linux; elsewhere nothing): a tree's server
+    does not outlive the fork server, so a suite that kills the fork server ends every run."""
+    if sys.platform.startswith("linux"):
+        import ctypes
 
-    from spec_verify.ipc import errors, frames  # noqa: F401
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
-    from . import _load, _rpc  # noqa: F401
 
-    # Freeze the heap before forking: a served child's collector then skips the server's
-    # objects (numpy's, the compiled trees'), as the suite's worker does (``_worker.py``); a
-    # child makes objects at every call it serves, and a full collection walked them all.
+def _receive(fd: int) -> Any:
+    """The ``files`` of the message on the stream socket ``fd`` (None when it fails)."""
+    from spec_verify.ipc.errors import WireError
+    from spec_verify.ipc.frames import recv_message
+
+    with socket.socket(fileno=fd) as source, contextlib.suppress(WireError, OSError):
+        return recv_message(source, time.monotonic() + _TREE_DEADLINE)[0].get("files")
+    return None
+
+
+def _tree_server(source_fd: int, control: socket.socket) -> None:
+    """One tree's fork server: compile the tree's texts the fork server does not hold (its
+    changed files), then fork a served child per run of that tree. It holds no other tree's
+    text, and neither do its children."""
+    _die_with_parent()
+    precompile(_receive(source_fd))
     gc.collect()
     gc.freeze()
+    _fork_runs(control)
+
+
+def _serve_child(request: dict[str, Any], fd: int, control: socket.socket) -> int:
+    """Fork the served child of one run (``fd``: its end of the run's socket pair); its pid."""
+    pid = os.fork()
+    if pid == 0:
+        code = 0
+        try:
+            os.setpgid(0, 0)
+            _die_with_parent()
+            control.close()
+            pin_to(request.get("cpu"))  # the core of its suite's process (_cores)
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            serve(socket.socket(fileno=fd))
+        except BaseException:
+            code = 1
+        finally:
+            os._exit(code)
+    with contextlib.suppress(OSError):
+        os.setpgid(pid, pid)
+    return pid
+
+
+def _fork_runs(control: socket.socket) -> None:
+    """The loop of one tree's server: ``serve`` forks a run's child, ``end`` kills it; at
+    EOF every child is killed."""
     children: dict[str, int] = {}
     while True:
         try:
@@ -278,43 +324,78 @@ def main() -> int:
             break
         request = json.loads(data)
         token = str(request.get("token"))
-        if request.get("op") == "precompile" and fds:
-            from spec_verify.ipc.errors import WireError
-            from spec_verify.ipc.frames import recv_message
-
-            with socket.socket(fileno=fds.pop()) as source, contextlib.suppress(WireError,
-                                                                                 OSError):
-                precompile(recv_message(source, time.monotonic() + _TREE_DEADLINE)[0].get(
-                    "files"))
-            gc.collect()
-            gc.freeze()
         if request.get("op") == "serve" and fds:
-            pid = os.fork()
-            if pid == 0:
-                code = 0
-                try:
-                    os.setpgid(0, 0)
-                    pin_to(request.get("cpu"))  # the core of its suite's process (_cores)
-                    control.close()
-                    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-                    serve(socket.socket(fileno=fds[0]))
-                except BaseException:
-                    code = 1
-                finally:
-                    os._exit(code)
-            with contextlib.suppress(OSError):
-                os.setpgid(pid, pid)
-            children[token] = pid
+            children[token] = _serve_child(request, fds[0], control)
         for fd in fds:
             os.close(fd)
         if request.get("op") == "end" and token in children:
             with contextlib.suppress(OSError):
                 os.killpg(children.pop(token), signal.SIGKILL)
         _reap()
-    for pid in children.values():
+    _kill_all(children.values())
+
+
+def _kill_all(pids: Any) -> None:
+    for pid in list(pids):
         with contextlib.suppress(OSError):
             os.killpg(pid, signal.SIGKILL)
     _reap()
+
+
+def main() -> int:
+    """The fork server: it compiles the installed (public) reference once, then forks one
+    server per graded tree (``tree``: the tree's texts on a stream socket, and the control
+    socket its runs are asked for on); ends them all at EOF.
+
+    Every tree's server is forked from this process before it was sent any tree, so no
+    process of a grading but the grader holds two trees' changed texts: a run's sampler
+    holds the clean reference (public) and its own tree, compiled once in its tree's server
+    before the first run (a run's sampler then only executes its modules, and no run is
+    faster for its tree having been seen before).
+    """
+    control = socket.socket(fileno=int(sys.argv[1]))
+    import numpy  # noqa: F401 (imported once here, before any fork)
+
+    from spec_verify.ipc import errors, frames  # noqa: F401
+
+    from . import _load, _rpc  # noqa: F401
+    from ._source import reference_sources
+
+    precompile([[name, text] for name, text in reference_sources().items()])
+    # Freeze the heap before forking: a served child's collector then skips the server's
+    # objects (numpy's, the compiled reference's), as the suite's worker does
+    # (``_worker.py``); a child makes objects at every call it serves, and a full collection
+    # walked them all.
+    gc.collect()
+    gc.freeze()
+    servers: list[int] = []
+    while True:
+        try:
+            data, fds, _, _ = socket.recv_fds(control, 1 << 16, 2)
+        except InterruptedError:
+            continue
+        if not data:
+            break
+        if json.loads(data).get("op") == "tree" and len(fds) == 2:
+            pid = os.fork()
+            if pid == 0:
+                code = 0
+                try:
+                    os.setpgid(0, 0)
+                    control.close()
+                    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+                    _tree_server(fds[0], socket.socket(fileno=fds[1]))
+                except BaseException:
+                    code = 1
+                finally:
+                    os._exit(code)
+            with contextlib.suppress(OSError):
+                os.setpgid(pid, pid)
+            servers.append(pid)
+        for fd in fds:
+            os.close(fd)
+        _reap()
+    _kill_all(servers)
     return 0
 
 
