@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from spec_verify.ipc.frames import send_message
+from spec_verify.mutants import catalogue as catalogue_module
 from spec_verify.mutants._proxy import connect
 from spec_verify.mutants._runner import RunPool
 from spec_verify.mutants._source import reference_sources
-from spec_verify.mutants import catalogue as catalogue_module
 from spec_verify.mutants.catalogue import CATALOGUE, Mutant, apply_mutant
 
 SUITES = Path(__file__).parent / "suites"
