@@ -73,18 +73,17 @@ def test_a_finder_that_claims_the_installed_reference_comes_too_late():
 
 
 def test_every_tree_is_compiled_before_the_first_run(monkeypatch):
-    # The sampler's fork server compiles each text of a grading once (a run's sampler no
-    # longer compiles its tree). Every tree must be compiled before any run starts: a tree
+    # Each tree of a grading gets a server in the sampler that compiles it once (a run's
+    # sampler does not compile its tree). Every tree must have it before any run starts: a tree
     # first seen in the middle of a grading would make its first run slower, and a mutant
     # (a new tree) would be told from a decoy (the clean tree, already compiled) by time.
-    from spec_verify.mutants._runner import RunPool
+    from spec_verify.mutants._runner import RunPool, _tree_key
 
     started: list[bool] = []
     original = RunPool._start
 
     def start(pool, prepared):
-        started.append(all((name, text) in pool._compiled
-                           for name, text in prepared.sources.items() if name.endswith(".py")))
+        started.append(_tree_key(prepared.sources) in pool._trees)
         return original(pool, prepared)
 
     monkeypatch.setattr(RunPool, "_start", start)
