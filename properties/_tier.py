@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from spec_verify.adapters._implementations import Implementation
 from spec_verify.errors import InvalidArgument
+from spec_verify.profiles import RunContext, not_applicable_in
 from spec_verify.results import CheckResult, Status
 
 from . import checks
@@ -135,6 +136,7 @@ def run_property_tier(
     max_examples: int | None = None,
     properties: Sequence[str] | None = None,
     progress: Callable[[str], None] | None = None,
+    run: RunContext | None = None,
     **options: Any,
 ) -> list[CheckResult]:
     """Run every property against ``impl``; one result per property, in ``PROPERTIES`` order.
@@ -146,6 +148,8 @@ def run_property_tier(
         max_examples: overrides the number of examples.
         properties: names of the properties to run (default all, ``PROPERTIES``).
         progress: called with one line per property as it starts.
+        run: the run's question (``run_checks`` passes it): a property it does not ask is
+            NOT_APPLICABLE and not run.
     """
     examples = max_examples if max_examples is not None else (20 if quick else 100)
     known = [prop.name for prop in PROPERTY_TIER]
@@ -171,6 +175,10 @@ def run_property_tier(
                     f"skipped: {impl.name} does not offer {prop.needs}",
                 )
             )
+            continue
+        skipped = not_applicable_in(run, TIER, prop.name)  # not asked by this run: not run
+        if skipped is not None:
+            results.append(skipped)
             continue
         if progress is not None:
             progress(f"properties: {prop.name}")

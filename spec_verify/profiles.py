@@ -18,10 +18,21 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from spec_verify.errors import InvalidArgument
+from spec_verify.results import CheckResult, Status
 
-__all__ = ["PROFILES", "Claim", "Profile", "claim_of", "not_applicable_reason", "parse_profile"]
+__all__ = [
+    "PROFILES",
+    "Claim",
+    "Profile",
+    "RunContext",
+    "claim_of",
+    "not_applicable_in",
+    "not_applicable_reason",
+    "parse_profile",
+]
 
 
 class Profile(str, enum.Enum):
@@ -167,3 +178,26 @@ def not_applicable_reason(
         return f"conformance only: {why_claim(tier, name)}; the lossless profile asks only " \
             "about the output law"
     return None
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """What one run asks of the tiers, handed to each as its ``run`` option by ``run_checks``:
+    the profile, the rule conformance is asked of, and the capabilities the run grants (the
+    implementation's, with the caller's overrides). A tier asks ``not_applicable`` before it
+    computes a check, so a check the run would report as NOT_APPLICABLE costs nothing; called
+    directly, without a context, a tier computes every check it has."""
+
+    profile: Profile = Profile.CONFORMANCE
+    rule: str = "token"
+    capabilities: frozenset[str] = frozenset()
+
+    def not_applicable(self, tier: str, name: str) -> CheckResult | None:
+        """The NOT_APPLICABLE result of ``tier/name`` in this run, or None when it applies."""
+        reason = not_applicable_reason(tier, name, self.profile, self.capabilities, self.rule)
+        return None if reason is None else CheckResult(tier, name, Status.NOT_APPLICABLE, reason)
+
+
+def not_applicable_in(run: RunContext | None, tier: str, name: str) -> CheckResult | None:
+    """``run.not_applicable(tier, name)``; None without a run (a tier called directly)."""
+    return None if run is None else run.not_applicable(tier, name)

@@ -36,6 +36,7 @@ from spec_verify.errors import (
 from spec_verify.profiles import (
     Claim,
     Profile,
+    RunContext,
     claim_of,
     not_applicable_reason,
     parse_profile,
@@ -352,8 +353,10 @@ def run_checks(
             "subclass spec_verify.adapters.Implementation (override what it offers)",
         )
     name = loaded.name
+    saved = _settings_of(loaded)  # a caller's implementation gets them back at the end
     refused = loaded.use_rule(rule)
     if refused is not None:
+        _restore(loaded, saved)
         if isinstance(impl, str):
             loaded.close()
         refusal = CheckResult("load", "rule", Status.ERROR, refused)
@@ -373,6 +376,8 @@ def run_checks(
         "progress": progress,
         "family_alpha": family_alpha,
         "rule": rule,
+        # the run's question: tiers skip what it does not ask before computing it
+        "run": RunContext(profile, rule, offered),
     }
     if case_seed is not None:
         options["case_seed"] = case_seed
@@ -441,7 +446,7 @@ def run_checks(
                     stopped_by = f"not run: --fail-fast, and {result.tier}/{result.name} failed"
             tier_seconds[spec.name] = time.perf_counter() - tier_start
     finally:
-        loaded.budget_deadline = loaded.budget = None
+        _restore(loaded, saved)
         if isinstance(impl, str):
             loaded.close()
     return CheckReport(
@@ -458,6 +463,24 @@ def run_checks(
         loaded.sandbox(),
         rule,
     )
+
+
+# What a run sets on the implementation it drives: the adapters read these on every call (the
+# per-call limit, what is left of the run's budget, the capabilities granted, the rule whose
+# chain symbol a library's verify_draft calls).
+_RUN_SETTINGS = ("timeout", "budget", "budget_deadline", "capabilities", "rule")
+
+
+def _settings_of(impl: Implementation) -> dict[str, Any]:
+    """The settings of ``impl`` a run changes (``_RUN_SETTINGS``), as they are now."""
+    return {setting: getattr(impl, setting) for setting in _RUN_SETTINGS if hasattr(impl, setting)}
+
+
+def _restore(impl: Implementation, saved: Mapping[str, Any]) -> None:
+    """Put back what ``_settings_of`` saw: an implementation a caller passed to
+    ``run_checks`` leaves it as it came."""
+    for setting, value in saved.items():
+        setattr(impl, setting, value)
 
 
 def _import_harness(tiers: Sequence[str]) -> None:

@@ -60,7 +60,8 @@ def reference_worker() -> Iterator[Any]:
         impl.close()
 
 
-# What run_checks and tiers write onto an implementation they are given (issue: they leave it).
+# What a test (or a tier called directly) may write onto an implementation it is lent;
+# run_checks itself puts its settings back (tests/test_runner_context.py).
 _RESTORED = ("timeout", "current_timeout", "capabilities", "budget", "budget_deadline")
 
 

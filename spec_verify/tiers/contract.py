@@ -25,6 +25,7 @@ from numpy.typing import NDArray
 
 from spec_verify.adapters._implementations import Implementation, TreeImplementation
 from spec_verify.errors import ImplementationError
+from spec_verify.profiles import RunContext, not_applicable_in
 from spec_verify.results import CheckResult, Progress, Status
 from spec_verify.tiers._cases import ParityCase, case_seeds, lookup_case, verify_case
 from spec_verify.uniforms import ScriptedUniforms
@@ -545,9 +546,11 @@ def run_contract_tier(
     seed: int = 0,
     quick: bool = False,
     progress: Progress | None = None,
+    run: RunContext | None = None,
     **options: Any,
 ) -> list[CheckResult]:
-    """The contract tier: ``calls`` (the gate), ``inputs``, ``shapes`` and ``errors``."""
+    """The contract tier: ``calls`` (the gate), ``inputs``, ``shapes`` and ``errors`` (not
+    computed when the ``run`` does not ask it: a conformance check, under ``lossless``)."""
     capabilities = impl.capabilities
     calls = _check_calls(impl, capabilities, time.perf_counter())
     if not calls.status.ok:
@@ -558,7 +561,9 @@ def run_contract_tier(
     if progress:
         progress("contract: shapes of generated cases")
     shapes = _check_shapes(impl, capabilities, seed, 100 if quick else 300, time.perf_counter())
-    if progress:
-        progress("contract: the bad-argument table")
-    errors = _check_errors(impl, capabilities, time.perf_counter())
+    errors = not_applicable_in(run, "contract", "errors")
+    if errors is None:
+        if progress:
+            progress("contract: the bad-argument table")
+        errors = _check_errors(impl, capabilities, time.perf_counter())
     return [calls, inputs, shapes, errors]

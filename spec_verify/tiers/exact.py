@@ -35,6 +35,7 @@ from spec_verify.exact._theorems import (
     run_theorem,
 )
 from spec_verify.exact._theorems import run_exact_tier as _run_chain_theorems
+from spec_verify.profiles import RunContext, not_applicable_in
 from spec_verify.results import CheckResult, Status
 
 __all__ = [
@@ -71,13 +72,16 @@ def run_exact_tier(
     quick: bool = False,
     progress: Callable[[str], None] | None = None,
     rule: str = "token",
+    run: RunContext | None = None,
     **options: Any,
 ) -> list[CheckResult]:
     """Every theorem of ``_theorems.run_exact_tier`` (same arguments), then, for an
     implementation with ``verify_tree`` and all theorems asked, the tree law over the drafts
     (the LAW claim) and the per-fixed-tree check (conformance); under a ``rule`` other than
     the token rule (``check --rule``), ``rule.NAME``: per fixed draft, the rule's round law
-    (``tiers._rules.check_rule_exact``)."""
+    (``tiers._rules.check_rule_exact``). A check the ``run`` does not ask (``exact/tree`` and
+    ``rule.NAME`` are conformance: not applicable under the lossless profile) is reported
+    NOT_APPLICABLE without being computed."""
     if "verify_draft" in impl.capabilities:
         results = _run_chain_theorems(impl, seed=seed, cases=cases, theorems=theorems,
                                       quick=quick, progress=progress, **options)
@@ -89,13 +93,18 @@ def run_exact_tier(
         from spec_verify.repro import repro_command
         from spec_verify.tiers._rules import check_rule_exact
 
+        skipped = not_applicable_in(run, "exact", f"rule.{rule}")
         repro = repro_command(impl.name, ["exact"], seed=seed, quick=quick, rule=rule)
-        results.append(check_rule_exact(impl, rule, quick=quick, progress=progress,
-                                        repro=repro))
+        results.append(skipped or check_rule_exact(impl, rule, quick=quick, progress=progress,
+                                                   repro=repro))
     if theorems is None and "injected_uniforms" in impl.capabilities:
         from spec_verify.tiers.tree import check_tree_exact, check_tree_law
 
-        for check in (check_tree_law, check_tree_exact):
+        for name, check in (("tree_law", check_tree_law), ("tree", check_tree_exact)):
+            skipped = not_applicable_in(run, "exact", name)
+            if skipped is not None and "verify_tree" in impl.capabilities:
+                results.append(skipped)
+                continue
             tree = check(impl, seed=seed, quick=quick, progress=progress)
             if tree is not None:
                 results.append(tree)
