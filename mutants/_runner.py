@@ -34,15 +34,11 @@ from types import TracebackType
 from typing import IO, Any
 
 from spec_verify._sandbox import NOBODY, harness_paths
-from spec_verify.adapters._process import (
-    REPORT_FOLDERS,
-    become_subreaper,
-    children,
-    reap_all_children,
-)
+from spec_verify.adapters._process import REPORT_FOLDERS
 from spec_verify.errors import SpecVerifyError
 from spec_verify.ipc.errors import WireError
 from spec_verify.ipc.frames import send_message
+from spec_verify.ipc.supervisor import become_subreaper, children, reap_all_children
 from spec_verify.mutants._cores import available_cores, pick_core
 
 __all__ = ["HarmfulRun", "RunFailure", "RunOutcome", "RunPool", "RunRequest", "WorkerError"]

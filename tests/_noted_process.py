@@ -16,8 +16,13 @@ from pathlib import Path
 def note_this_process(path: str | os.PathLike[str]) -> None:
     """Write this process's identity to ``path``, atomically (a temporary file renamed)."""
     temporary = f"{os.fspath(path)}.{os.getpid()}"
-    Path(temporary).write_text(_identity("self"))
+    Path(temporary).write_text(this_process_identity())
     os.replace(temporary, path)
+
+
+def this_process_identity() -> str:
+    """This process's identity, as ``noted_host_pid`` reads it."""
+    return _identity("self")
 
 
 def noted_host_pid(text: str) -> int | None:

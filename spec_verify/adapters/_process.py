@@ -1,39 +1,26 @@
-"""A worker process, seen from the harness: started in its own session, spoken to over the
-data-only wire (``ipc.frames``), bounded in everything it can make the harness wait for or store,
-and killed with every process it started.
+"""A check worker, seen from the harness: started in the sandbox in its own session, spoken to
+over the data-only wire (``ipc.frames``) against a deadline, and killed with every process it
+started.
 
-Why each piece:
-
-- **Own session** (``start_new_session``): the worker and its children share a process group
-  the harness can kill at once, and a Ctrl-C in the terminal reaches the harness only.
-- **Child subreaper** (``PR_SET_CHILD_SUBREAPER``, Linux): the worker sets it on itself before
-  it loads the implementation, so a child that daemonises (fork, ``setsid()``, fork) is
-  re-parented to the worker, not to init, and is still found by walking ``/proc`` from the
-  worker's pid. ``kill_tree`` stops the worker (alive, it still takes in orphans) and kills
-  each descendant the moment it reads it, pass after pass, before it kills the worker; the
-  harness of ``spec-verify check`` is a subreaper too (``become_subreaper``), so what escapes
-  a worker that exits on its own is re-parented to the harness, which kills it when that
-  worker is cleaned up (same session) or at the end of the run (``reap_all_children``).
-- **Deadlines from outside**: every wait is ``recv_message`` against a monotonic deadline;
-  when it passes the tree is killed. Nothing relies on signals inside the implementation's
-  process.
-- **Bounded output**: the worker's stdout and stderr are pipes drained by one thread each into
-  a ring buffer (the last ``RING_BYTES``), quoted in failure messages; a flood costs CPU only.
+The process-tree supervision (session, subreaper, limits, kill-the-tree and its proof, the
+output ring buffers) is ``spec_verify.ipc.supervisor``, shared with the grader's runner and the
+end-to-end generator workers; its names are re-exported here for the adapters' callers. This
+module adds what only a check worker has: the PID and mount namespace prefix (``unshare``) and
+the sandbox plan its pid 1 (``_pid1``) seals, the socket conversation with deadlines (every
+wait is ``recv_message`` against a monotonic deadline; when it passes the tree is killed), and
+the words for how a worker ended.
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import json
 import os
 import select
 import shutil
-import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -43,6 +30,18 @@ from spec_verify.adapters._pid1 import parse_status
 from spec_verify.errors import ImplementationError, SpecVerifyError
 from spec_verify.ipc.errors import PeerClosed, WireError, WireTimeout
 from spec_verify.ipc.frames import recv_message, send_message
+from spec_verify.ipc.supervisor import (
+    MEMORY_LIMIT,
+    RING_BYTES,
+    OutputRing,
+    become_subreaper,
+    children,
+    descendants,
+    describe_exit,
+    harden_worker,
+    kill_tree,
+    reap_all_children,
+)
 
 __all__ = [
     "MEMORY_LIMIT",
@@ -59,249 +58,7 @@ __all__ = [
     "with_sandbox",
 ]
 
-RING_BYTES = 64 << 10  # the last 64 KiB of each of the worker's stdout and stderr are kept
-MEMORY_LIMIT = 4 << 30  # RLIMIT_AS of a worker: a runaway allocation fails there, not here
-_PR_SET_PDEATHSIG = 1
-_PR_SET_CHILD_SUBREAPER = 36
-
 Serve = Callable[[dict[str, Any], dict[str, Any]], tuple[dict[str, Any], dict[str, Any]]]
-
-
-def _prctl(option: int, value: int) -> bool:
-    if not sys.platform.startswith("linux"):
-        return False
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        return int(libc.prctl(option, value, 0, 0, 0)) == 0
-    except (OSError, AttributeError):
-        return False
-
-
-def become_subreaper() -> bool:
-    """Make this process the reaper of its orphaned descendants (Linux; False elsewhere)."""
-    return _prctl(_PR_SET_CHILD_SUBREAPER, 1)
-
-
-def harden_worker(memory_limit: int | None = MEMORY_LIMIT) -> None:
-    """Called first thing in a worker: no core dumps, an address-space limit, death with the
-    parent, subreaper of its own descendants, Ctrl-C left to the harness."""
-    import resource
-
-    with contextlib.suppress(ValueError, OSError):
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    if memory_limit:
-        with contextlib.suppress(ValueError, OSError):
-            resource.setrlimit(resource.RLIMIT_AS, (memory_limit, memory_limit))
-    _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    _prctl(_PR_SET_CHILD_SUBREAPER, 1)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
-def _parents() -> dict[int, int]:
-    """pid -> parent pid of every process visible in /proc."""
-    out: dict[int, int] = {}
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return out
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as stat:
-                text = stat.read()
-        except OSError:
-            continue
-        # "pid (comm) state ppid ...": comm may hold spaces and ")"; split after the last one
-        fields = text[text.rfind(b")") + 2 :].split()
-        if len(fields) > 1:
-            out[int(entry)] = int(fields[1])
-    return out
-
-
-def descendants(pid: int) -> list[int]:
-    """Every live descendant of ``pid`` (children first found first), from /proc."""
-    parents = _parents()
-    children: dict[int, list[int]] = {}
-    for child, parent in parents.items():
-        children.setdefault(parent, []).append(child)
-    found: list[int] = []
-    todo = [pid]
-    while todo:
-        for child in children.get(todo.pop(), ()):
-            if child not in found:
-                found.append(child)
-                todo.append(child)
-    return found
-
-
-def _signal(pid: int, signum: int) -> None:
-    with contextlib.suppress(OSError):
-        os.kill(pid, signum)
-
-
-def kill_tree(pid: int, extra: Sequence[int] = ()) -> None:
-    """Kill ``pid``, its process group and every descendant.
-
-    ``pid`` is stopped first, not killed: it stays alive, and a worker is a child subreaper,
-    so a descendant whose parent dies is re-parented to it and is still found. Then passes over
-    ``/proc`` kill each descendant the moment it is read (newest pid first), until two passes
-    in a row find none (or 2 s pass): a "fork runner" (fork, ``setsid()``, exit, over and over)
-    changes pid faster than a whole listing can be made, but not faster than one ``stat``
-    read and a signal. Only then is ``pid`` itself killed."""
-    _signal(pid, signal.SIGSTOP)
-    tree = {pid, *extra}
-    killed: set[int] = set()
-    deadline = time.monotonic() + 2.0
-    quiet = 0
-    while quiet < 2 and time.monotonic() < deadline:
-        quiet = 0 if _kill_children_of(tree, killed) else quiet + 1
-    with contextlib.suppress(OSError):
-        os.killpg(pid, signal.SIGKILL)
-    for p in tree:
-        _signal(p, signal.SIGKILL)
-    if sys.platform.startswith("linux"):
-        _wait_gone(tree)
-        _reap_orphans(pid)
-
-
-def _kill_children_of(tree: set[int], killed: set[int]) -> int:
-    """One pass over ``/proc``, newest pid first: SIGKILL at once every live process whose
-    parent is in ``tree``, and add it to ``tree``. Returns how many were new.
-
-    A killed process's pid is not reused during the passes: it stays a zombie (its parent
-    is in the tree, or it is re-parented to the stopped root, and neither reaps it)."""
-    try:
-        entries = sorted((int(e) for e in os.listdir("/proc") if e.isdigit()), reverse=True)
-    except OSError:
-        return 0
-    new = 0
-    for p in entries:
-        if p in killed:
-            continue
-        try:
-            with open(f"/proc/{p}/stat", "rb") as stat:
-                text = stat.read()
-        except OSError:
-            continue
-        fields = text[text.rfind(b")") + 2 :].split()
-        if len(fields) < 2 or fields[0] == b"Z" or int(fields[1]) not in tree:
-            continue
-        _signal(p, signal.SIGKILL)
-        tree.add(p)
-        killed.add(p)
-        new += 1
-    return new
-
-
-def _wait_gone(pids: set[int], limit: float = 2.0) -> None:
-    """Wait (briefly) until every killed process is dead or a zombie: a kill is asynchronous,
-    and the caller's next look must not find them running."""
-    deadline = time.monotonic() + limit
-    left = set(pids)
-    while left and time.monotonic() < deadline:
-        for p in list(left):
-            try:
-                with open(f"/proc/{p}/stat", "rb") as stat:
-                    state = stat.read().rsplit(b")", 1)[1].split()[0]
-            except (OSError, IndexError):
-                state = b"X"
-            if state in (b"Z", b"X"):
-                left.discard(p)
-        if left:
-            time.sleep(0.005)
-
-
-def _reap_orphans(worker_pid: int) -> None:
-    """Kill and reap orphans re-parented to this process (a subreaper) from ``worker_pid``'s
-    session, and reap any that already died."""
-    me = os.getpid()
-    for child, parent in _parents().items():
-        if parent != me or child == worker_pid:
-            continue
-        try:
-            sid = os.getsid(child)
-        except OSError:
-            continue
-        if sid == worker_pid:
-            _signal(child, signal.SIGKILL)
-            with contextlib.suppress(ChildProcessError, OSError):
-                os.waitpid(child, 0)
-
-
-def children() -> set[int]:
-    """The pids of this process's live children."""
-    me = os.getpid()
-    return {child for child, parent in _parents().items() if parent == me}
-
-
-def reap_all_children(keep: set[int] | frozenset[int] = frozenset()) -> list[int]:
-    """Kill and reap every child of this process but those in ``keep`` (what a subreaper
-    harness inherited from workers that exited on their own, and any worker left open);
-    ``spec-verify check`` calls it at the end with the children it had at the start.
-    Returns the pids killed."""
-    me = os.getpid()
-    killed = []
-    for child, parent in _parents().items():
-        if parent == me and child not in keep:
-            for p in [*descendants(child), child]:
-                _signal(p, signal.SIGKILL)
-            with contextlib.suppress(ChildProcessError, OSError):
-                os.waitpid(child, 0)
-            killed.append(child)
-    return killed
-
-
-def describe_exit(returncode: int | None) -> str:
-    """How a worker ended, in words."""
-    if returncode is None:
-        return "stopped answering"
-    if returncode < 0:
-        signum = -returncode
-        try:
-            name = signal.Signals(signum).name
-        except ValueError:
-            name = f"signal {signum}"
-        what = {
-            "SIGSEGV": "a segmentation fault: the library touched memory it does not own",
-            "SIGBUS": "a bus error: a misaligned or unmapped access",
-            "SIGABRT": "an abort (abort(), a failed assert or a panic that aborts)",
-            "SIGFPE": "an arithmetic trap",
-            "SIGILL": "an illegal instruction",
-            "SIGKILL": "out of memory, or killed from outside",
-        }.get(name, name)
-        return f"crashed with {name} ({what})"
-    return f"exited with status {returncode} (the implementation ended the process)"
-
-
-class _Ring:
-    """The last ``size`` bytes of a pipe, drained by a daemon thread."""
-
-    def __init__(self, pipe: Any, size: int = RING_BYTES) -> None:
-        self.size = size
-        self.data = bytearray()
-        self.total = 0
-        self._lock = threading.Lock()
-        self._thread = threading.Thread(target=self._drain, args=(pipe,), daemon=True)
-        self._thread.start()
-
-    def _drain(self, pipe: Any) -> None:
-        with contextlib.suppress(OSError, ValueError):
-            while chunk := os.read(pipe.fileno(), 65536):
-                with self._lock:
-                    self.total += len(chunk)
-                    self.data += chunk
-                    if len(self.data) > self.size:
-                        del self.data[: len(self.data) - self.size]
-        with contextlib.suppress(OSError):
-            pipe.close()
-
-    def tail(self, limit: int = 1200) -> str:
-        self._thread.join(timeout=0.2)  # what the worker wrote just before it died
-        with self._lock:
-            text = bytes(self.data[-limit:]).decode("utf-8", "replace").strip()
-            cut = self.total > limit
-        return ("..." + text) if cut and text else text
 
 
 # The worker imports spec_verify from where this process did. Started with ``-m``, its first
@@ -441,8 +198,8 @@ class WorkerProcess:
                 os.close(fd)
         self.sock = parent_sock
         self.pid = self.process.pid
-        self._stdout = _Ring(self.process.stdout)
-        self._stderr = _Ring(self.process.stderr)
+        self._stdout = OutputRing(self.process.stdout)
+        self._stderr = OutputRing(self.process.stderr)
         self.closed = False
 
     # ---- talking ------------------------------------------------------------------------

@@ -12,11 +12,9 @@ draws made so far, marked partial, and names the generator, the seed and the fix
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import selectors
-import signal
 import subprocess
 import sys
 import tempfile
@@ -30,6 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from spec_verify.errors import InvalidArgument
+from spec_verify.ipc.supervisor import kill_tree
 
 __all__ = ["DrawOutcome", "GeneratorFailure", "draw_sequences", "seeds_for"]
 
@@ -179,12 +178,12 @@ def draw_sequences(
             for worker in list(running):
                 allowance = timeout + (0 if worker.ready else _LOAD_ALLOWANCE)
                 if now - worker.last > allowance and not failures:
-                    failures.append(_hung(worker, allowance))
+                    failures.append(_hung(worker, allowance))  # killed below
             if progress is not None:
                 progress({label: len(r) for label, r in rows.items()}, dict.fromkeys(specs, n))
     finally:
         for worker in running:
-            _kill(worker)
+            _kill(worker, failures)
         selector.close()
     tokens: dict[str, npt.NDArray[np.int64]] = {}
     seeds_done: dict[str, tuple[int, ...]] = {}
@@ -205,11 +204,17 @@ def draw_sequences(
 
 # The worker file runs by path: importing it as spec_verify.endtoend._worker would import the
 # package (numpy, scipy) before the generator's own imports; it needs only the standard library.
-# Sealed off first (spec_verify/_sandbox.py: own PID and mount namespaces, a fresh /proc, the
-# harness's folders read-only, uid 65534 where the harness is root); the plan is the
-# process's own argument, removed before the worker runs. Unsealed where the kernel refuses.
+# Supervised as a check worker is (spec_verify/ipc/supervisor.py): limits and death with the
+# harness first (no address-space limit: a generator may load a model), then sealed off
+# (spec_verify/_sandbox.py: own PID and mount namespaces, a fresh /proc, the harness's folders
+# read-only, uid 65534 where the harness is root), the plan being the process's own argument,
+# removed before the worker runs. Where the kernel refuses the namespaces, the process splits
+# in two instead (supervise_self): a subreaper parent that kills what the generator left once
+# it ends, as the namespace's pid 1 does.
 _BOOT = ("import json, runpy, sys; from spec_verify._sandbox import enter_sandbox; "
-         "plan = json.loads(sys.argv.pop(2)); plan and enter_sandbox(**plan); "
+         "from spec_verify.ipc.supervisor import harden_worker, supervise_self; "
+         "harden_worker(memory_limit=None); plan = json.loads(sys.argv.pop(2)); "
+         "(plan and enter_sandbox(**plan).pid_namespace) or supervise_self(); "
          "runpy.run_path(sys.argv[1], run_name='__main__')")
 
 
@@ -360,7 +365,7 @@ def _finished(worker: _Running) -> GeneratorFailure | None:
             f"ended its process ({how}) before answering",
             "a generator must return, not exit the process",
         )
-    _kill(worker)
+    _close(worker)  # it ended on its own, and its supervisor ended the rest first
     return failure
 
 
@@ -373,7 +378,6 @@ def _hung(worker: _Running, allowance: float) -> GeneratorFailure:
         f"{what} within {allowance:g} s (a hang; its process was killed)",
         "fix the hang, or raise --timeout if a draw really takes that long",
     )
-    _kill(worker)
     return failure
 
 
@@ -399,11 +403,25 @@ def _next_seed(task: _Task) -> int | None:
     return task.seeds[task.done] if task.done < len(task.seeds) else None
 
 
-def _kill(worker: _Running) -> None:
+def _kill(worker: _Running, failures: list[GeneratorFailure]) -> None:
+    """End ``worker`` and every process its generator started; a process still running after
+    (``kill_tree``'s proof failed) is the generator's failure, added to ``failures``. A worker
+    that ended on its own left nothing: its supervisor (pid 1 of its namespace, or the
+    subreaper parent of ``supervise_self``) ends only after the generator's processes."""
     if worker.process.poll() is None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(worker.process.pid, signal.SIGKILL)
+        survivors = kill_tree(worker.process.pid)
         worker.process.wait()
+        if survivors:
+            failures.append(_failure(
+                worker, None,
+                f"left {len(survivors)} processes running after its worker was killed "
+                f"(pids {', '.join(map(str, survivors[:8]))})",
+                "a generator must not start processes that outlive it; kill them by hand",
+            ))  # fmt: skip
+    _close(worker)
+
+
+def _close(worker: _Running) -> None:
     if worker.process.stdout is not None:
         worker.process.stdout.close()
     worker.stderr.close()

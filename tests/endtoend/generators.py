@@ -6,6 +6,7 @@ Loaded by path (``python:<this file>:name``) in compare's worker processes.
 from __future__ import annotations
 
 import os
+import sys
 import time
 
 import numpy as np
@@ -56,3 +57,37 @@ def not_ids(seed: int) -> list[float]:
 def chatty(seed: int) -> list[int]:
     print("a generator that prints to stdout", seed)
     return uniform(seed + 12345)
+
+
+def _daemon() -> str:
+    """Start a sleeper that leaves this process's session and parent (fork, ``setsid()``,
+    fork) and keeps the worker's stdout open; return its identity (``tests/_noted_process``)."""
+    from tests._noted_process import this_process_identity
+
+    read, write = os.pipe()
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            os.write(write, this_process_identity().encode())
+            time.sleep(3600)
+        os._exit(0)
+    os.close(write)
+    os.wait()
+    identity = os.read(read, 400).decode()
+    os.close(read)
+    return identity
+
+
+def daemon_then_hangs(seed: int) -> list[int]:
+    print("DAEMON", _daemon(), file=sys.stderr, flush=True)
+    time.sleep(3600)
+    return [0, 1]
+
+
+def daemon_then_exits(seed: int) -> list[int]:
+    print("DAEMON", _daemon(), file=sys.stderr, flush=True)
+    os._exit(4)
+
+
+def daemon_then_raises(seed: int) -> list[int]:
+    raise RuntimeError("DAEMON " + _daemon())
