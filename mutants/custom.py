@@ -76,9 +76,9 @@ def hint_of(mutant: Mutant) -> str:
 
 def _builtin_ids() -> set[str]:
     from .real_bugs import REAL_BUGS
-    from .rules import RULE_MUTANTS
+    from .rules import MULTIDRAFT_MUTANTS, RULE_MUTANTS
 
-    return {m.id for m in (*CATALOGUE, *REAL_BUGS, *RULE_MUTANTS)}
+    return {m.id for m in (*CATALOGUE, *REAL_BUGS, *RULE_MUTANTS, *MULTIDRAFT_MUTANTS)}
 
 
 def _error(path: Path, where: str, rule: str, fix: str = _FIX) -> CatalogueError:

@@ -18,7 +18,14 @@ from ._load import PRIVATE_PREFIX, load_source_tree
 from ._source import reference_sources
 from .catalogue import Change, Mutant, apply_mutant
 
-__all__ = ["RULE_MUTANTS", "RULE_OF_MUTANT", "load_rule_mutant", "rule_mutant_by_id"]
+__all__ = [
+    "MULTIDRAFT_MUTANTS",
+    "MULTIDRAFT_OF_MUTANT",
+    "RULE_MUTANTS",
+    "RULE_OF_MUTANT",
+    "load_rule_mutant",
+    "rule_mutant_by_id",
+]
 
 _TESTS = "mutants/test_rule_mutants.py::test_each_rule_mutant_is_wrong_with_a_witness"
 
@@ -85,7 +92,37 @@ RULE_MUTANTS: tuple[Mutant, ...] = (
 RULE_OF_MUTANT = {"b01": "block", "b02": "block", "b03": "block", "m01": "sampler_match",
                   "v01": "traversal", "v02": "traversal"}
 
-_BY_ID = {m.id: m for m in RULE_MUTANTS}
+_MULTI_TESTS = "mutants/test_multidraft_mutants.py::test_each_multidraft_mutant_is_wrong"
+
+# The multi-draft chain rules' planted bugs (``prove --rule kseq|rrs``; their implementations
+# are ``verify_tree`` modules, so they are kept apart from the chain rules' above).
+MULTIDRAFT_MUTANTS: tuple[Mutant, ...] = (
+    Mutant(
+        "k01", "K-SEQ: rho fixed at 1 (the token rule's acceptance tried K times)", None,
+        "each of the K drafts is kept with min(1, p/q): with K >= 2 the kept token's mass "
+        "c min(q, p) exceeds p where q > p, the residual is clipped at 0; biased (planted: "
+        "the rho of SpecTr's K-SEQ left out)",
+        (Change("kseq_chains.py",
+                "    rho = kseq_rho(p, q, len(tokens))\n",
+                "    rho = 1.0  # planted: K-SEQ's rho left out\n"),),
+        (_MULTI_TESTS,), origin="rule",
+    ),
+    Mutant(
+        "w01", "RRS: the draft not renormalised after a rejection (without replacement)", None,
+        "heads drawn without replacement verified as if i.i.d.: the residual after a "
+        "rejection is taken against q, not q without the rejected token; biased (planted: "
+        "the with-replacement rule on distinct drafts)",
+        (Change("rrs.py",
+                "            if renormalise:\n                q_j = _without(q_j, x)\n",
+                ""),),
+        (_MULTI_TESTS,), origin="rule",
+    ),
+)
+
+# Which reference module each multi-draft mutant plants its bug in, and the rule it breaks.
+MULTIDRAFT_OF_MUTANT = {"k01": ("kseq_chains", "kseq"), "w01": ("rrs", "rrs")}
+
+_BY_ID = {m.id: m for m in (*RULE_MUTANTS, *MULTIDRAFT_MUTANTS)}
 
 
 def rule_mutant_by_id(mutant_id: str) -> Mutant | None:
@@ -94,7 +131,7 @@ def rule_mutant_by_id(mutant_id: str) -> Mutant | None:
 
 
 def load_rule_mutant(spec: str) -> PythonImplementation:
-    """``mutant:b01``: the rule's module of the reference with the mutant planted.
+    """``mutant:b01`` (or ``mutant:k01``): the rule's module of the reference, mutant planted.
 
     In process: the mutant is our own reference's source, not an implementation under test.
 
@@ -107,5 +144,7 @@ def load_rule_mutant(spec: str) -> PythonImplementation:
     sources = apply_mutant(mutant, reference_sources())
     package = PRIVATE_PREFIX + "rule_" + mutant.id
     load_source_tree(package, sources, f"<mutant {mutant.id}>")
-    module = importlib.import_module(f"{package}.{RULE_OF_MUTANT[mutant.id]}")
+    name = (RULE_OF_MUTANT[mutant.id] if mutant.id in RULE_OF_MUTANT
+            else MULTIDRAFT_OF_MUTANT[mutant.id][0])
+    module = importlib.import_module(f"{package}.{name}")
     return PythonImplementation(spec, module)

@@ -78,8 +78,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     mode.add_argument("--tree", action="store_true",
                       help="prove the tree rules over the draft draws, check --impl per fixed "
                       "tree, and measure typical acceptance's bias")
-    mode.add_argument("--rule", choices=("block", "sampler_match", "token", "traversal"),
-                      help="prove a chain rule lossless on small cases, --impl by cell "
+    mode.add_argument("--rule", choices=("block", "sampler_match", "token", "traversal", "kseq",
+                                         "rrs"),
+                      help="prove a chain rule (or the multi-draft rules kseq, rrs over K "
+                      "draft chains) lossless on small cases, --impl by cell "
                       "enumeration, with each case's expected accepted length and the optimum")
     mode.add_argument("--lossy", metavar="RULE",
                       help="measure a lossy rule (typical, ensemble:w=1/2, confidence:tau=1/2) "
@@ -480,6 +482,8 @@ MAX_RULE_CASES = 200  # random cases take up to ~10 s each (V = 2, k = 4; measur
 
 
 def _rule(args: argparse.Namespace) -> int:
+    if args.rule in ("kseq", "rrs"):
+        return _multidraft_rule(args)
     from spec_verify.exact._rules import RULE_IMPLEMENTATIONS, prove_rule, rule_cases
     from spec_verify.mutants.rules import load_rule_mutant, rule_mutant_by_id
 
@@ -540,4 +544,65 @@ def _rule(args: argparse.Namespace) -> int:
                    "optimum": pr.optimum, "seconds": pr.seconds,
                    "implementation": pr.implementation.to_json()} for pr in proofs],
     }
+    return _emit(args, payload, "\n".join(lines), ok)
+
+
+def _multidraft_rule(args: argparse.Namespace) -> int:
+    """``--rule kseq|rrs``: K draft chains (CONTRACT.md section 12), ``--impl`` a
+    ``verify_tree`` module."""
+    from spec_verify.exact._multidraft import (
+        MULTIDRAFT_IMPLEMENTATIONS,
+        multidraft_cases,
+        prove_multidraft,
+    )
+    from spec_verify.mutants.rules import load_rule_mutant, rule_mutant_by_id
+
+    if args.p is not None or args.q is not None:
+        raise InvalidArgument("--rule", args.rule, "goes without --p and --q")
+    extra = 0 if args.cases is None else args.cases
+    if not 0 <= extra <= MAX_RULE_CASES:
+        raise InvalidArgument("--cases", extra, f"with --rule must be in [0, {MAX_RULE_CASES}] "
+                              "(random cases added to the default ones)")
+    spec = MULTIDRAFT_IMPLEMENTATIONS[args.rule][0] if args.impl is None else args.impl
+    if spec.startswith("mutant:") and rule_mutant_by_id(spec.partition(":")[2]) is not None:
+        impl = load_rule_mutant(spec)
+    else:
+        args.impl = spec
+        impl = _impl(args)
+    try:
+        caps = impl.capabilities  # a mapping to flags, or the set of offered names
+        offered = caps.get("verify_tree", False) if hasattr(caps, "get") else "verify_tree" in caps
+        if not offered:
+            raise InvalidArgument("--impl", spec, f"has no verify_tree; --rule {args.rule} "
+                                  "calls it with K draft chains as a tree (CONTRACT.md "
+                                  "section 12)", "export verify_tree(target_logits, parents, "
+                                  "token_ids, draft_probs, p, history, rng, prompt, rule)")
+        proofs = prove_multidraft(args.rule, impl, multidraft_cases(extra, args.seed))
+    finally:
+        impl.close()
+    names = ["kseq", "rrs", "rrs_with", "tree_with", "token", "block"]
+    rows = [[pr.case.name, str(pr.case.K), str(pr.case.L), str(pr.case.V),
+             "PROVEN EXACT" if pr.rule_lossless else "WRONG", _verdict(pr.status),
+             *(f"{float(pr.accepted[n]):.6f}" for n in names),
+             "-" if pr.optimum is None else f"{pr.optimum:.6f}", f"{pr.seconds:.1f}"]
+            for pr in proofs]
+    lines = [f"spec-verify prove --rule {args.rule} (impl {impl.name}, seed {args.seed}, "
+             f"{len(proofs)} cases of K draft chains of L tokens)", "",
+             "each case: the rule's exact law, then the implementation's by cell enumeration "
+             "on every draw of the chains, averaged and continued by the target to L + 1 "
+             "tokens, against the target's; E[kept] is the exact expected number of drafts one "
+             "round keeps: K-SEQ, recursive rejection without (rrs) and with replacement "
+             "(rrs_with), the tree rule with_replacement on the same chains (tree_with), one "
+             "chain's token rule and block verification; the optimum is the largest chance any "
+             "lossless rule keeps one of K i.i.d. drafts (L = 1; an LP, floats):",
+             _table(rows, ["case", "K", "L", "V", "rule law", "implementation",
+                           *(f"E[kept] {n}" for n in names), "optimum (L=1)", "s"])]
+    for pr in proofs:
+        if pr.status is not Status.PASSED:
+            lines.append(f"  {_verdict(pr.status)}: {pr.message}")
+    ok = all(pr.status is Status.PASSED for pr in proofs)
+    lines.append(f"verdict: {'PROVEN EXACT' if ok else 'NOT PROVEN'}")
+    payload = {"mode": "rule", "rule": args.rule, "impl": impl.name, "seed": args.seed,
+               "verdict": "passed" if ok else "not_passed",
+               "cases": [pr.to_json() for pr in proofs]}
     return _emit(args, payload, "\n".join(lines), ok)

@@ -41,7 +41,7 @@ def test_sampler_match_prints_its_symbolic_proof(capsys) -> None:
 
 def test_an_unknown_rule_is_refused_by_the_parser(capsys) -> None:
     with pytest.raises(SystemExit) as info:
-        main(["prove", "--rule", "kseq"])
+        main(["prove", "--rule", "kseq_tree"])
     assert info.value.code == 2
     assert "invalid choice" in capsys.readouterr().err
 
@@ -53,3 +53,17 @@ def test_an_unknown_rule_is_refused_by_the_parser(capsys) -> None:
 def test_bad_rule_arguments_are_usage_errors(argv, says, capsys) -> None:
     assert main(["prove", *argv]) == 2
     assert says in capsys.readouterr().err
+
+
+@pytest.mark.slow  # four cases with their efficiency numbers: ~15 s on 2 cores
+def test_prove_rule_rrs_finds_its_planted_bug(capsys) -> None:
+    assert main(["prove", "--rule", "rrs", "--impl", "mutant:w01"]) == 1
+    text = capsys.readouterr().out
+    assert "WRONG: multi/0" in text and "reproduce with chains" in text
+    assert "E[kept] kseq" in text and "verdict: NOT PROVEN" in text
+
+
+def test_a_multidraft_rule_needs_a_tree_implementation(capsys) -> None:
+    argv = ["prove", "--rule", "kseq", "--impl", "python:spec_verify.reference.block"]
+    assert main(argv) == 2
+    assert "has no verify_tree" in capsys.readouterr().err
