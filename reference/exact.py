@@ -20,6 +20,7 @@ from .errors import InvalidDraft
 __all__ = [
     "Dist",
     "TableModel",
+    "accept_probability",
     "as_dist",
     "exact_first_token",
     "exact_round",
@@ -62,11 +63,21 @@ def residual(p: Dist, q: Dist) -> Dist:
     return tuple(v / z for v in d)
 
 
+def accept_probability(p: Dist, q: Dist, x: int) -> Fraction:
+    """``min(1, p(x) / q(x))``: the chance the token rule keeps a drafted ``x`` (``q(x) > 0``).
+
+    The one exact statement of the acceptance probability: the exact chain and tree laws
+    (here and ``tree_exact``) and the exact engine's cells (``spec_verify.exact``) all use it;
+    ``reference/CONTRACT.md`` (where the acceptance rule lives) lists the copies that are
+    deliberately independent of it."""
+    return min(Fraction(1), p[x] / q[x])
+
+
 def exact_step(p: Dist, q: Dist, x: int) -> tuple[Fraction, dict[int, Fraction]]:
     """One position with drafted ``x``: ``(P(accept), {token: P(token and rejected)})``."""
     if q[x] <= 0:
         raise InvalidDraft("q", [str(v) for v in q], f"gives the drafted token {x} probability 0")
-    accept = min(Fraction(1), p[x] / q[x])
+    accept = accept_probability(p, q, x)
     rejected = {
         token: (1 - accept) * r for token, r in enumerate(residual(p, q)) if r > 0 and accept < 1
     }

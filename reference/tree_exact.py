@@ -28,6 +28,7 @@ from itertools import product
 from typing import Any
 
 from .errors import InvalidDraft, InvalidParams, InvalidTree
+from .exact import accept_probability
 
 __all__ = [
     "Shape",
@@ -144,7 +145,7 @@ def exact_tree_verify(
             if q_j[x] == 0:
                 raise InvalidDraft("q_rows", [str(v) for v in q_j],
                                    f"gives node {child}'s token {x} probability 0")
-            accept = min(Fraction(1), r[x] / q_j[x])
+            accept = accept_probability(r, q_j, x)
             if accept:
                 visit(child, (*prefix, x), weight * rejected * accept)
             rejected *= 1 - accept
@@ -294,7 +295,7 @@ def exact_tree_round(
         for tokens, weight in sibling_draws(q, len(sub), rule):
             r, q_j, rejected = p, q, Fraction(1)
             for x, child in zip(tokens, sub, strict=True):
-                accept = min(Fraction(1), r[x] / q_j[x])
+                accept = accept_probability(r, q_j, x)
                 if accept:
                     for tail, prob in lossless((*prefix, x), child):
                         out[(x, *tail)] += weight * rejected * accept * prob

@@ -30,7 +30,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from spec_verify.errors import ImplementationError, InvalidArgument, InvalidDistribution
-from spec_verify.reference.exact import Dist
+from spec_verify.reference.exact import Dist, accept_probability
 from spec_verify.uniforms import ScriptedUniforms, TooManyDraws
 
 if TYPE_CHECKING:  # the engine takes any implementation; it imports no adapter
@@ -258,7 +258,7 @@ class Round:
     def accept_probability(self, i: int) -> Fraction:
         """``min(1, p_i(x_i) / q_i(x_i))``."""
         x = self.draft_ids[i]
-        return min(Fraction(1), self.p_rows[i][x] / self.q(i)[x])
+        return accept_probability(self.p_rows[i], self.q(i), x)
 
     def to_json(self) -> dict[str, Any]:
         return {

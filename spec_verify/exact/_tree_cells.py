@@ -51,6 +51,7 @@ from spec_verify.exact._cells import (
     one_hot,
     residual,
 )
+from spec_verify.reference.exact import accept_probability
 from spec_verify.uniforms import ScriptedUniforms, TooManyDraws
 
 if TYPE_CHECKING:  # the engine takes any implementation; it imports no adapter
@@ -164,7 +165,7 @@ def contract_tree_law(rnd: TreeRound) -> dict[Emitted, Fraction]:
 
 def _accept_role(rnd: TreeRound, child: int, r: Dist, q_j: Dist) -> Role:
     x = rnd.token_ids[child]
-    a = min(Fraction(1), r[x] / q_j[x])
+    a = accept_probability(r, q_j, x)
     cells = []
     if a > 0:
         cells.append(Cell(Fraction(0), a, f"keep node {child}", "accept"))
@@ -244,7 +245,7 @@ def _library(rnd: TreeRound) -> set[Fraction]:
         for child in children:
             x = rnd.token_ids[child]
             q_j = q if q is not None else one_hot(x, rnd.V)
-            a = min(Fraction(1), r[x] / q_j[x])
+            a = accept_probability(r, q_j, x)
             points.update((a, 1 - a))
             if a > 0:
                 walk(child)
