@@ -9,8 +9,8 @@ Per case (``K`` draft chains of ``L`` tokens, context-dependent rational tables,
   (``_tree_cells``' explorer with this rule's draw order, CONTRACT.md section 12, as the
   predicted cells; any other order is located, and every leaf is audited deeply);
 - efficiency: the exact expected kept drafts per round beside the other multi-draft rules on
-  the same case, one chain's token rule and block verification (``K = 1``), and, for one
-  position of i.i.d. drafts, the optimum of any lossless multi-draft rule (Hu et al., an LP).
+  the same case, one chain's token rule and block verification (``K = 1``), and the optimum of
+  any lossless rule with the same chains (a coupling LP after Hu et al.; floats, an oracle).
 """
 
 from __future__ import annotations
@@ -213,7 +213,8 @@ def enumerate_multidraft_round(impl: Any, rnd: TreeRound, rule: str, *,
 @dataclass(frozen=True)
 class MultiDraftProof:
     """One case of ``prove --rule kseq|rrs``: the rule's law, the implementation's, and the
-    exact expected kept drafts (``accepted``: rule name -> E[kept]; ``optimum``: the LP's)."""
+    exact expected kept drafts (``accepted``: rule name -> E[kept]; ``optimum``: the LPs',
+    ``iid`` and ``without``, see ``multidraft_efficiency``)."""
 
     rule: str
     case: MultiDraftCase
@@ -223,7 +224,7 @@ class MultiDraftProof:
     trees: int
     calls: int
     accepted: dict[str, Fraction]
-    optimum: float | None
+    optimum: dict[str, float | None]
     seconds: float
     witness: Emitted | None = None
     repro: str = ""
@@ -233,7 +234,7 @@ class MultiDraftProof:
                 "rule_lossless": self.rule_lossless, "status": self.status.value,
                 "message": self.message, "trees": self.trees, "calls": self.calls,
                 "accepted": {k: str(v) for k, v in self.accepted.items()},
-                "optimum": self.optimum,
+                "optimum": dict(self.optimum),
                 "witness": None if self.witness is None else list(self.witness),
                 "repro": self.repro, "seconds": round(self.seconds, 3)}
 
@@ -244,12 +245,15 @@ def _check_rule(rule: str) -> None:
                               f"must be one of {', '.join(MULTIDRAFT_IMPLEMENTATIONS)}")
 
 
-def multidraft_efficiency(case: MultiDraftCase) -> tuple[dict[str, Fraction], float | None]:
+def multidraft_efficiency(case: MultiDraftCase
+                          ) -> tuple[dict[str, Fraction], dict[str, float | None]]:
     """Exact E[kept] per round: K-SEQ, recursive rejection without and with replacement, the
     tree rule ``with_replacement`` (SpecInfer, the kept node's chain only) on the same ``K``
-    chains, and one chain's token rule and block verification; the multi-draft LP optimum
-    (i.i.d. drafts, one position: ``L = 1`` only)."""
-    from spec_verify.exact._optimal import optimal_multidraft_acceptance
+    chains, and one chain's token rule and block verification; and the optimum of any lossless
+    rule with the same chains (``_optimal.optimal_chains_accepted``, an LP in floats): ``iid``
+    for i.i.d. chains (K-SEQ's, ``rrs_with``'s, ``tree_with``'s), ``without`` for heads drawn
+    without replacement (``rrs``'s)."""
+    from spec_verify.exact._optimal import optimal_chains_accepted
     from spec_verify.reference.multidraft_exact import exact_multidraft_round
     from spec_verify.reference.rules_exact import expected_accepted
 
@@ -263,9 +267,9 @@ def multidraft_efficiency(case: MultiDraftCase) -> tuple[dict[str, Fraction], fl
     out["tree_with"] = _tree_rule_mean(case)
     for name in ("token", "block"):
         out[name] = expected_accepted(name, target, draft, (), case.L)
-    best = (optimal_multidraft_acceptance(tuple(target(())), tuple(draft(())), case.K)
-            if case.L == 1 else None)
-    return out, best
+    optima = {"iid": optimal_chains_accepted(target, draft, (), case.K, case.L),
+              "without": optimal_chains_accepted(target, draft, (), case.K, case.L, True)}
+    return out, optima
 
 
 def _tree_rule_mean(case: MultiDraftCase) -> Fraction:
@@ -307,7 +311,7 @@ def prove_multidraft(rule: str, impl: Any, cases: list[MultiDraftCase],
                                                                     expected)
         if not lossless:
             status = Status.FAILED
-        accepted, best = multidraft_efficiency(case) if optimum else ({}, None)
+        accepted, best = multidraft_efficiency(case) if optimum else ({}, {})
         out.append(MultiDraftProof(rule, case, status, lossless, message, trees, calls,
                                    accepted, best, time.perf_counter() - start, witness, repro))
     return out
@@ -383,12 +387,13 @@ def _show(law: dict[Emitted, Fraction]) -> str:
 def multidraft_markdown(cases: list[MultiDraftCase] | None = None) -> str:
     """docs/rules.md's multi-draft efficiency table, computed (6 decimals)."""
     names = ["kseq", "rrs", "rrs_with", "tree_with", "token", "block"]
-    lines = ["| case | K | L | V | " + " | ".join(names) + " | optimum (L = 1, LP) |",
-             "|---" * (len(names) + 5) + "|"]
+    lines = ["| case | K | L | V | " + " | ".join(names)
+             + " | optimum i.i.d. (LP) | optimum without (LP) |",
+             "|---" * (len(names) + 6) + "|"]
     for case in multidraft_cases() if cases is None else cases:
         accepted, best = multidraft_efficiency(case)
         cells = [case.name, str(case.K), str(case.L), str(case.V),
                  *(f"{float(accepted[n]):.6f}" for n in names),
-                 "-" if best is None else f"{best:.6f}"]
+                 *("-" if best[k] is None else f"{best[k]:.6f}" for k in ("iid", "without"))]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)

@@ -21,7 +21,12 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from spec_verify.reference.exact import TableModel
 
-__all__ = ["MAX_LP_VARIABLES", "optimal_accepted", "optimal_multidraft_acceptance"]
+__all__ = [
+    "MAX_LP_VARIABLES",
+    "optimal_accepted",
+    "optimal_chains_accepted",
+    "optimal_multidraft_acceptance",
+]
 
 MAX_LP_VARIABLES = 4000  # V^k (k + 1) V: V = 4, k = 3 is 1,024; V = 6, k = 3 is 5,184
 
@@ -97,5 +102,52 @@ def optimal_multidraft_acceptance(p: tuple[Fraction, ...], q: tuple[Fraction, ..
     cost = -np.array([float(y in xs) for xs in drafts for y in range(V)])
     solved = linprog(cost, A_eq=a_eq, b_eq=b_eq, bounds=(0, None), method="highs")
     if not solved.success:  # pragma: no cover - the independent coupling is feasible
+        raise RuntimeError(f"the coupling program failed: {solved.message}")
+    return float(-solved.fun)
+
+
+def optimal_chains_accepted(target: TableModel, draft: TableModel, context: tuple[int, ...],
+                            K: int, L: int, without_replacement: bool = False) -> float | None:
+    """The largest expected number of kept drafts any lossless rule reaches with ``K`` draft
+    chains of ``L`` tokens (heads i.i.d., or drawn without replacement), by the coupling LP of
+    ``optimal_accepted`` over the chains: ``pi(chains, emitted) >= 0`` where ``emitted`` is a
+    prefix of one chain and a token, summing to the chains' probability, and the emission
+    continued by the target to ``L + 1`` tokens has the target's law. With ``K = 1`` it is
+    ``optimal_accepted``; with ``L = 1`` and i.i.d. heads ``optimal_multidraft_acceptance``
+    (Hu et al.'s multi-draft optimum, a tree of depth one). None past ``MAX_LP_VARIABLES``."""
+    import numpy as np
+    from scipy.optimize import linprog
+
+    from spec_verify.reference.multidraft_exact import drafted_chains
+
+    V = len(target(context))
+    rule = "rrs" if without_replacement else "kseq"
+    draws = [(chains, w) for chains, w in drafted_chains(rule, draft, context, K, L) if w]
+    variables: list[tuple[int, tuple[int, ...], int]] = []  # (draw, emitted, kept)
+    for d, (chains, _) in enumerate(draws):
+        options = {(*c[:tau], y): tau for c in chains for tau in range(L + 1) for y in range(V)}
+        variables += [(d, e, tau) for e, tau in options.items()]
+    if len(variables) > MAX_LP_VARIABLES:
+        return None
+    sequences = list(product(range(V), repeat=L + 1))
+    seq_index = {s: j for j, s in enumerate(sequences)}
+    a_eq = np.zeros((len(draws) + len(sequences), len(variables)))
+    b_eq = np.zeros(len(draws) + len(sequences))
+    for d, (_, w) in enumerate(draws):
+        b_eq[d] = float(w)
+    for s in sequences:
+        b_eq[len(draws) + seq_index[s]] = float(_prob(target, context, s))
+    tails: dict[tuple[int, ...], float] = {}
+    for j, (d, emitted, tau) in enumerate(variables):
+        a_eq[d, j] = 1.0
+        for rest in product(range(V), repeat=L - tau):
+            s = emitted + rest
+            key = (*s, tau)
+            if key not in tails:
+                tails[key] = float(_prob(target, context, s, tau + 1))
+            a_eq[len(draws) + seq_index[s], j] += tails[key]
+    cost = -np.array([float(tau) for _, _, tau in variables])
+    solved = linprog(cost, A_eq=a_eq, b_eq=b_eq, bounds=(0, None), method="highs")
+    if not solved.success:  # pragma: no cover - every lossless rule is a feasible point
         raise RuntimeError(f"the coupling program failed: {solved.message}")
     return float(-solved.fun)

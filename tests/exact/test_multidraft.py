@@ -53,11 +53,30 @@ def test_each_multidraft_mutant_is_wrong(mutant) -> None:
 def test_efficiency_orders_the_rules() -> None:
     (proof,) = prove_multidraft("kseq", load_implementation(MULTIDRAFT_IMPLEMENTATIONS["kseq"][0]),
                                 [_FIRST])
-    a = proof.accepted
-    assert proof.optimum is not None
-    # two drafts keep more than one; no lossless rule beats the LP's optimum (float slack)
-    assert a["token"] < a["kseq"] <= proof.optimum + 1e-9
-    assert a["rrs_with"] <= proof.optimum + 1e-9 and a["token"] == a["block"]  # L = 1
+    a, best = proof.accepted, proof.optimum
+    iid, without = best["iid"], best["without"]
+    assert iid is not None and without is not None
+    # two drafts keep more than one; no lossless rule beats its drafting's optimum (float slack)
+    assert a["token"] < a["kseq"] <= iid + 1e-9 and a["rrs"] <= without + 1e-9
+    assert a["rrs_with"] <= iid + 1e-9 and a["token"] == a["block"]  # L = 1
+
+
+def test_the_chains_lp_is_both_known_optima_at_their_edges() -> None:
+    """Three programs written apart: K = 1 is the chain LP, L = 1 Hu et al.'s one-position LP;
+    the negative control: a rule that always keeps chain 0 whole (lossy) keeps L > optimum."""
+    from spec_verify.exact._optimal import (
+        optimal_accepted,
+        optimal_chains_accepted,
+        optimal_multidraft_acceptance,
+    )
+
+    target, draft = _FIRST.tree_case("kseq").tables()
+    assert optimal_chains_accepted(target, draft, (), 1, 2) == pytest.approx(
+        optimal_accepted(target, draft, (), 2), abs=1e-9)
+    iid = optimal_chains_accepted(target, draft, (), 2, 1)
+    assert iid == pytest.approx(optimal_multidraft_acceptance(
+        tuple(target(())), tuple(draft(())), 2), abs=1e-9)
+    assert iid is not None and iid < 1  # keeping a draft always (E = L = 1) is not lossless
 
 
 def test_unknown_rule_is_refused() -> None:
