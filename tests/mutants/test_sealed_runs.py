@@ -6,6 +6,8 @@ stopped grading leaves nothing on disk. The suites are in ``suites/`` (``sealed`
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import signal
@@ -34,6 +36,23 @@ def _reached(result) -> dict[str, str]:
 def _sealed() -> bool:
     with RunPool(SUITES / "sealed") as pool:
         return bool(pool.sandbox.get("sealed"))
+
+
+@contextlib.contextmanager
+def _host_counter_files():
+    """The counting suite's fixed host files (``spec-verify-cheat-count`` in /tmp and
+    /dev/shm), held under a host-wide lock: two tests that grade it on different xdist
+    workers would otherwise see each other's counts. Removed before and after."""
+    leftovers = [Path(f, "spec-verify-cheat-count") for f in ("/tmp", "/dev/shm")]
+    with open("/tmp/spec-verify-cheat-count.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            for path in leftovers:
+                path.unlink(missing_ok=True)
+            yield leftovers
+        finally:
+            for path in leftovers:
+                path.unlink(missing_ok=True)
 
 
 def test_a_sealed_run_reaches_nothing_and_its_daemon_dies(tmp_path, monkeypatch,
@@ -130,24 +149,16 @@ def test_no_run_sees_what_an_earlier_run_left_in_tmp() -> None:
     (so the clean repeats coming first tells it nothing). Unsealed, the second repeat fails."""
     if not _sealed():
         pytest.skip("the kernel refuses the namespaces here")
-    leftovers = [Path(f, "spec-verify-cheat-count") for f in ("/tmp", "/dev/shm")]
-    try:
+    with _host_counter_files() as leftovers:
         result = grade(SUITES / "counts_in_tmp", mutants=["s01"], repeats=3, jobs=1)
         # every clean run passed (its count was 1); it then passes on the canary too
         assert result.refusal is Refusal.TESTS_NOTHING, (result.reason, result.clean_failures)
         assert not any(p.exists() for p in leftovers)
-    finally:
-        for path in leftovers:
-            path.unlink(missing_ok=True)
 
 
 def test_unsealed_the_counting_suite_fails_its_second_run(monkeypatch) -> None:
     monkeypatch.setenv("SPEC_VERIFY_NO_PID_NAMESPACE", "1")
-    leftovers = [Path(f, "spec-verify-cheat-count") for f in ("/tmp", "/dev/shm")]
-    try:
+    with _host_counter_files():
         result = grade(SUITES / "counts_in_tmp", mutants=["s01"], repeats=2, jobs=1,
                        allow_unsealed=True)
         assert result.refusal is Refusal.FLAKY, result.reason
-    finally:
-        for path in leftovers:
-            path.unlink(missing_ok=True)
