@@ -540,10 +540,11 @@ def round_arguments(
 class _Explorer:
     def __init__(
         self, impl: Implementation, rnd: Round, guard: Fraction, max_calls: int,
-        hints: Iterable[Fraction],
+        hints: Iterable[Fraction], deep_audit: bool = False,
     ) -> None:
         self.impl = impl
         self.rnd = rnd
+        self.deep_audit = deep_audit  # also audit each leaf with the later draws moved
         self.guard = guard
         self.max_calls = max_calls
         self.max_draws = 4 * (rnd.m + 1) + 16
@@ -959,7 +960,7 @@ class _Explorer:
                 f"{', '.join(str(b.value) for b in found)}"
             )
             raise _Restart
-        if getattr(self, "deep_audit", False):
+        if self.deep_audit:
             self._audit_later(path, outcome)
 
     def _audit_later(self, path: tuple[Draw, ...], outcome: Outcome) -> None:
@@ -970,6 +971,7 @@ class _Explorer:
         draw the bonus 2, which the bonus row does on three quarters of its draws), which the
         plain star check cannot see; other later values split them."""
         uniforms = tuple(d.uniform for d in path)
+        self.prefetch(self._later_scripts(path), audit=True)
         for other in _OTHER:
             at = tuple(_float_at_least(d.cell.low + d.cell.width * other) for d in path)
             for j, draw in enumerate(path[:-1]):
@@ -1024,12 +1026,27 @@ class _Explorer:
         return None if points is None else [points[0], points[-1]]
 
     def audit_scripts(self, path: tuple[Draw, ...]) -> list[tuple[float, ...]]:
-        """The calls of the leaf audit of ``path``: each draw at both edges of its cell."""
+        """The calls of the leaf audit of ``path``: each draw at both edges of its cell (and,
+        with ``deep_audit``, the deeper audit's: ``_later_scripts``)."""
         uniforms = tuple(d.uniform for d in path)
         scripts = []
         for j, draw in enumerate(path):
             for u in self._edges(draw.cell) or ():
                 scripts.append((*uniforms[:j], u, *uniforms[j + 1 :]))
+        return scripts + (self._later_scripts(path) if self.deep_audit else [])
+
+    def _later_scripts(self, path: tuple[Draw, ...]) -> list[tuple[float, ...]]:
+        """The calls ``_audit_later`` makes when the leaf holds: per point of ``_OTHER`` and
+        per draw but the last, the later draws there with the draw at the leaf's value and at
+        both edges of its cell (made together, one request to a worker)."""
+        uniforms = tuple(d.uniform for d in path)
+        scripts = []
+        for other in _OTHER:
+            at = tuple(_float_at_least(d.cell.low + d.cell.width * other) for d in path)
+            for j, draw in enumerate(path[:-1]):
+                later = at[j + 1 :]
+                scripts.append((*uniforms[: j + 1], *later))
+                scripts.extend((*uniforms[:j], u, *later) for u in self._edges(draw.cell) or ())
         return scripts
 
 
@@ -1068,6 +1085,7 @@ def enumerate_round(
     guard: Fraction = GUARD,
     max_calls: int = _MAX_CALLS,
     hints: Iterable[Fraction] = (),
+    deep_audit: bool = False,
 ) -> Enumeration:
     """The exact distribution of ``impl``'s ``emitted_ids`` on one round, by cells.
 
@@ -1079,6 +1097,10 @@ def enumerate_round(
         hints: extra exact breakpoints to snap located ones to, besides those of the round's
             distributions and those the implementation offers (``breakpoint_hints(rnd)``, as
             the lossy rules do).
+        deep_audit: also audit every leaf with the draws after the moved one at three
+            irrational points of their cells (``_Explorer._audit_later``): a breakpoint inside
+            a cell whose two sides emit the same ids at the leaf's own later values, but not at
+            others, is found (the plain audit misses it). The exact tier's theorems use it.
 
     Returns:
         An ``Enumeration``; it never raises for the implementation's misbehaviour (status
@@ -1099,7 +1121,7 @@ def enumerate_round(
         raise InvalidArgument("guard", guard, "must be in (0, 1/8)")
     hints = [*hints, *impl.breakpoint_hints(rnd)]
     try:
-        explorer = _Explorer(impl, rnd, guard, max_calls, hints)
+        explorer = _Explorer(impl, rnd, guard, max_calls, hints, deep_audit)
     except Exception as exc:  # the implementation's own params() failed
         return Enumeration(rnd, "error", {}, (), 0, 0,
                            reason=f"{impl.name}: building its sampling parameters raised "

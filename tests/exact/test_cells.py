@@ -425,3 +425,60 @@ def test_a_crash_inside_a_batch_is_found_call_by_call() -> None:
     assert e.status == "error"
     assert "exit" in e.reason, e.reason
     assert e.script[0] >= 0.999, e.script
+
+
+# A round where tests/impls/hidden_chain_breakpoint hides its breakpoint inside a cell: the
+# draft (token 1) is kept for u_accept in [0, 1/2), and from 3/8 on the bonus comes from a
+# stale row whose tokens agree with the bonus row (1/2, 1/4, 1/4) at each cell's midpoint.
+_HIDDEN = Round(((F(1, 2), F(1, 4), F(1, 4)),) * 2, (1,), ((F(1, 4), F(1, 2), F(1, 4)),))
+
+
+def _hidden_law() -> dict[tuple[int, ...], F]:
+    """The planted sampler's true law on ``_HIDDEN``, by hand: kept early (3/8) the bonus row,
+    kept late (1/8) the stale row (3/10, 9/20, 1/4), rejected (1/2) the residual's token 0."""
+    bonus, stale = (F(1, 2), F(1, 4), F(1, 4)), (F(3, 10), F(9, 20), F(1, 4))
+    law = {(1, t): F(3, 8) * bonus[t] + F(1, 8) * stale[t] for t in range(3)}
+    return {(0,): F(1, 2), **law}
+
+
+def test_the_deep_audit_finds_a_breakpoint_hidden_inside_a_chain_cell() -> None:
+    impl = load_implementation("python:tests.impls.hidden_chain_breakpoint", in_process=True)
+    found = enumerate_round(impl, _HIDDEN, deep_audit=True)
+    assert found.complete, found.reason
+    assert found.distribution == _hidden_law()
+    assert any("other points of their cells" in note for note in found.notes)
+
+
+def test_negative_control_the_plain_audit_takes_the_hidden_breakpoint_for_the_contract(
+        reference: Implementation) -> None:
+    impl = load_implementation("python:tests.impls.hidden_chain_breakpoint", in_process=True)
+    plain = enumerate_round(impl, _HIDDEN)
+    assert plain.complete
+    # the false pass the deep audit closes: the reference's law, not the sampler's
+    assert plain.distribution == enumerate_round(reference, _HIDDEN).distribution
+    assert plain.distribution != _hidden_law()
+
+
+def test_the_deep_audit_keeps_the_reference_exact(reference: Implementation) -> None:
+    deep = enumerate_round(reference, _HIDDEN, deep_audit=True)
+    assert deep.complete and deep.distribution == enumerate_round(reference, _HIDDEN).distribution
+
+
+def test_the_exact_tiers_law_theorems_audit_deep(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Law theorems enumerate with the deep audit; the token rule's round length does not."""
+    from spec_verify.exact import _theorems
+
+    seen: list[tuple[str, bool]] = []
+    real = _theorems.enumerate_round
+
+    def spy(impl: Implementation, rnd: Round, **options: object) -> cells.Enumeration:
+        seen.append((theorem, bool(options.get("deep_audit"))))
+        return real(impl, rnd, **options)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_theorems, "enumerate_round", spy)
+    impl = load_implementation("reference", in_process=True)
+    for theorem in ("one_position", "expected_length"):
+        case = _theorems.named_case(f"{theorem}/1")
+        assert _theorems.prove_case(impl, case).status.ok
+    assert {deep for name, deep in seen if name == "one_position"} == {True}
+    assert {deep for name, deep in seen if name == "expected_length"} == {False}
