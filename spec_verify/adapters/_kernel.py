@@ -22,6 +22,14 @@ The kernel draws from its own generator, so it offers ``verify_draft`` and ``gre
 identity and the statistical tier); the exact tier and draw-order checks do not apply. The
 kernel itself runs wherever its module does (a worker, by default); the processors, the bonus
 and the reading of its answer are the harness's.
+
+One worker serves the whole gate: the module is imported once per run, and each kernel call is
+one request (the kernel named in it, not looked up first). No check of the gate needs a fresh
+module: the kernel owns no uniform source (each call gets its seed), the checks that replay a
+stream (parity, ``properties/same_stream_same_output``) do not apply to it, and state a kernel
+carries from one call to the next (rows kept per slot) is what the permuted batches test, so it
+is left to show. A crash or hang still fails the check that made the call (the worker is killed
+and the call is an ``ImplementationError``); a later call starts a fresh worker.
 """
 
 from __future__ import annotations
@@ -39,6 +47,7 @@ from spec_verify.adapters._implementations import (
     apply_capabilities,
     check_capabilities,
 )
+from spec_verify.adapters._remote import call_method
 from spec_verify.errors import ImplementationError, InvalidArgument
 
 __all__ = ["KERNEL_DECLARATION", "KernelImplementation"]
@@ -180,10 +189,12 @@ class KernelImplementation(Implementation):
         q = np.concatenate([r.q for r in batch]).reshape(-1, V)
         rows = np.concatenate([r.rows for r in batch]).reshape(-1, V)
         bonus = np.array([r.bonus for r in batch], dtype=np.int64)
-        kernel = getattr(self.host.module, self.kernel)
+        # The kernel by name on the host's module: one request to a worker per call (the
+        # lookup travels with the call), and after a crash the restarted worker's module.
         out = self.host.call_guarded(
-            "verify_draft", self.timeout, kernel, ids, lengths, q, rows, bonus, seed
-        )
+            "verify_draft", self.timeout, call_method, self.host.module, self.kernel,
+            ids, lengths, q, rows, bonus, seed,
+        )  # fmt: skip
         matrix = self._matrix(out, len(batch), int(lengths.max()) + 1)
         out = [(self._read(matrix[i, : len(r.ids) + 1], len(r.ids), V), r)
                for i, r in enumerate(batch)]

@@ -115,3 +115,63 @@ def test_the_gate_permutes_slots_between_calls_with_a_greedy_request(tmp_path, m
         assert len({tuple(x) for x in layouts}) > 3  # the slots move between calls
     finally:
         impl.close()
+
+
+def _counted(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
+    """Count worker starts and requests to workers (``_python_adapter``'s session)."""
+    from spec_verify.adapters import _python_adapter
+
+    counts = {"starts": 0, "requests": 0}
+    start, send = _python_adapter.WorkerImplementation._start, _python_adapter._Session._send
+
+    def counted_start(self):  # type: ignore[no-untyped-def]
+        counts["starts"] += self._session is None
+        return start(self)
+
+    def counted_send(self, header, arrays):  # type: ignore[no-untyped-def]
+        counts["requests"] += 1
+        return send(self, header, arrays)
+
+    monkeypatch.setattr(_python_adapter.WorkerImplementation, "_start", counted_start)
+    monkeypatch.setattr(_python_adapter._Session, "_send", counted_send)
+    return counts
+
+
+def test_one_worker_serves_the_gate_and_a_kernel_call_is_one_request(monkeypatch) -> None:
+    counts = _counted(monkeypatch)
+    impl = load_implementation("python:tests.impls.kernel_honest")
+    try:
+        loaded = dict(counts)
+        rng = np.random.default_rng(0)
+        for _ in range(5):
+            impl.verify_draft(ROWS, [1, 2], Q, SamplingParams(), [], rng)
+        assert counts["requests"] - loaded["requests"] == 5  # the kernel named in the call
+        report = run_checks(impl, tiers=["contract", "greedy"], quick=True, profile="lossless")
+        assert report.passed, [r.message for r in report.failures()]
+        assert counts["starts"] == 1  # the module imported once for every check
+    finally:
+        impl.close()
+
+
+def test_negative_control_a_crashing_kernel_fails_its_call_and_the_next_gets_a_fresh_worker(
+        tmp_path, monkeypatch) -> None:
+    (tmp_path / "crash_once_kernel.py").write_text(
+        "import os\nSPEC_VERIFY_KERNEL = 'k'\nCALLS = [0]\n"
+        "def k(ids, lengths, q, rows, bonus, seed):\n"
+        "    CALLS[0] += 1\n"
+        "    if CALLS[0] == 2:\n        os._exit(3)\n"
+        "    return [[int(bonus[0]), -1, -1]]\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    counts = _counted(monkeypatch)
+    impl = load_implementation("python:crash_once_kernel")
+    try:
+        rng = np.random.default_rng(0)
+        rows = np.log(np.array([[1.0, 1e-300, 1e-300]] * 3))  # the draft (token 1) rejected
+        impl.verify_draft(rows, [1, 2], Q, SamplingParams(), [], rng)
+        with pytest.raises(ImplementationError):
+            impl.verify_draft(rows, [1, 2], Q, SamplingParams(), [], rng)
+        impl.verify_draft(rows, [1, 2], Q, SamplingParams(), [], rng)  # a fresh module: call 1
+        assert counts["starts"] == 2
+    finally:
+        impl.close()
