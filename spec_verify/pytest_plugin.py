@@ -135,7 +135,23 @@ def pytest_configure(config: pytest.Config) -> None:
     for line in _MARKERS:
         config.addinivalue_line("markers", line)
     if _options_used(config):
+        _check_impl_option(config)
         config.stash[_PROFILE_KEY] = _load_profile(config)
+
+
+def _check_impl_option(config: pytest.Config) -> None:
+    """A ``--spec-impl`` that names nothing loadable (an unknown scheme, a missing module or
+    file) stops the session at its start with one usage error and the closest valid name,
+    instead of one load error per test that uses the implementation."""
+    from spec_verify._specs import check_spec
+    from spec_verify.errors import UnknownImplementation
+
+    spec = config.getoption("--spec-impl")
+    try:
+        check_spec(spec)
+    except UnknownImplementation as exc:
+        fix = f"; {exc.fix}" if exc.fix else ""
+        raise pytest.UsageError(f"--spec-impl {spec!r}: {exc.rule}{fix}") from None
 
 
 def _options_used(config: pytest.Config) -> bool:

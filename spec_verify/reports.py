@@ -21,6 +21,7 @@ from typing import Any
 from spec_verify.profiles import claim_of
 from spec_verify.results import SCHEMA_VERSION, CheckResult, Status, versioned
 from spec_verify.runner import CheckReport
+from spec_verify.summary_table import fold, names_in_short, table_lines, terminal_width, wrap
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -56,31 +57,31 @@ def _first_line(text: str, width: int) -> str:
     return line if len(line) <= width else line[: width - 3] + "..."
 
 
-def format_summary(report: CheckReport, width: int = 78) -> str:
-    """The summary table: one row per check, then the totals and the verdict."""
-    rows = [("tier", "check", "status", "n", "time", "what")]
-    for r in report.results:
-        rows.append(
-            (
-                r.tier,
-                r.name,
-                _STATUS_LABEL[r.status],
-                "" if r.n is None else str(r.n),
-                f"{r.seconds:.1f}s",
-                _first_line(r.message, width),
-            )
-        )
-    widths = [max(len(row[i]) for row in rows) for i in range(5)]
-    lines = []
-    for i, row in enumerate(rows):
-        cells = [row[j].ljust(widths[j]) if j != 3 else row[j].rjust(widths[j]) for j in range(5)]
-        lines.append("  ".join(cells) + "  " + row[5])
-        if i == 0:
-            lines.append("  ".join("-" * w for w in widths) + "  " + "-" * 4)
+def format_summary(report: CheckReport, width: int | None = None, verbose: bool = False) -> str:
+    """The summary table: one row per check, then the totals and the verdict.
+
+    ``width``: the columns to fill (default: the terminal's, ``summary_table.terminal_width``);
+    messages wrap there, never cut. Unless ``verbose``, skipped and not-applicable checks that
+    share a reason are one line each (``summary_table.fold``).
+    """
+    width = terminal_width() if width is None else width
+    shown, folds = (list(report.results), []) if verbose else fold(report.results)
+    rows = [
+        (r.tier, r.name, _STATUS_LABEL[r.status], "" if r.n is None else str(r.n),
+         f"{r.seconds:.1f}s", _first_line(r.message, 10**6))
+        for r in shown
+    ]  # fmt: skip
+    lines = table_lines(("tier", "check", "status", "n", "time", "what"), rows, width,
+                        right=frozenset({3}))  # fmt: skip
+    for folded in folds:
+        lines.extend(wrap(folded.line(), width, indent="    "))
+    if folds:
+        lines.append("(--verbose shows each folded check)")
     counts = report.counts()
     verdict = "PASSED" if report.passed else "FAILED"
     lines.append("")
-    lines.extend(format_evidence(report))
+    lines.extend(format_evidence(report, verbose))
+    # the verdict stays one line, whatever the width: CI logs are searched for it
     lines.append(
         f"spec-verify check {report.impl}: {verdict} "
         f"({counts['passed']} passed, {counts['failed']} failed, {counts['error']} errors, "
@@ -89,11 +90,10 @@ def format_summary(report: CheckReport, width: int = 78) -> str:
         f"seed {report.seed}, profile {report.profile.value}"
     )
     if report.law_checks_passed():
-        lines.append(
+        lines.extend(wrap(
             "Every law check passed; only conformance checks failed (draw order, draw counts, "
             "errors, parity). If this sampler is not meant to be a port of the contract's "
-            "mechanics, ask only whether it is lossless: --profile lossless"
-        )
+            "mechanics, ask only whether it is lossless: --profile lossless", width))
     return "\n".join(lines)
 
 
@@ -104,9 +104,10 @@ _PROFILE_MEANING = {
 }
 
 
-def format_evidence(report: CheckReport) -> list[str]:
+def format_evidence(report: CheckReport, verbose: bool = True) -> list[str]:
     """What the run established: the profile, what was proven exactly, what was tested at
-    which alpha and power, what did not apply and why, the efficiency checks apart."""
+    which alpha and power, what did not apply and why (unless ``verbose``, the checks that
+    share a reason on one line), the efficiency checks apart."""
     evidence = report.evidence()
     lines = [f"profile: {report.profile.value} ({_PROFILE_MEANING[report.profile.value]})"]
     if report.capabilities:
@@ -138,8 +139,13 @@ def format_evidence(report: CheckReport) -> list[str]:
         lines.append(f"not provable exactly: {', '.join(evidence['not_provable'])} ({decided})")
     if evidence["not_applicable"]:
         lines.append("not applicable:")
-        for check, why in evidence["not_applicable"].items():
-            lines.append(f"  {check}: {_first_line(why, 160)}")
+        not_applicable = [r for r in report.results if r.status is Status.NOT_APPLICABLE]
+        shown, folds = (not_applicable, []) if verbose else fold(not_applicable)
+        for r in shown:
+            lines.append(f"  {r.tier}/{r.name}: {_first_line(r.message, 160)}")
+        for folded in folds:
+            lines.append(f"  {len(folded.results)} checks: {_first_line(folded.reason, 160)}: "
+                         f"{names_in_short(folded.results)}")
     if evidence["efficiency"]:
         rule = (
             "reported, never a failure under this profile"

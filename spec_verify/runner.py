@@ -272,6 +272,8 @@ def run_checks(
     budget: float | None = None,
     fail_fast: bool = False,
     rule: str = "token",
+    on_plan: Callable[[Implementation, tuple[str, ...]], None] | None = None,
+    on_result: Callable[[CheckResult, bool], None] | None = None,
 ) -> CheckReport:
     """Run the gate on ``impl`` (a spec string or a loaded implementation).
 
@@ -304,6 +306,11 @@ def run_checks(
             sections 8 and 9; parity against the rule module, the exact tier's ``rule.NAME``).
             Law checks are the same under every rule; the token rule's draw count and
             efficiency checks are NOT_APPLICABLE under another.
+        on_plan: called once the implementation is loaded, before the first tier, with it and
+            the names of the tiers that will run (those its capabilities and the profile let
+            run), so that a face can print the plan and an estimate up front.
+        on_result: called with each result as the run records it, and whether it blocks the
+            run, so that a face can print each verdict as it comes.
 
     Returns:
         A ``CheckReport``; ``report.passed`` is the verdict.
@@ -381,16 +388,28 @@ def run_checks(
     }
     if case_seed is not None:
         options["case_seed"] = case_seed
-    results: list[CheckResult] = []
     tier_seconds: dict[str, float] = {}
     stopped_by: str | None = None  # why the tiers from here on are not run
+    results: list[CheckResult] = []
+
+    def record(result: CheckResult) -> None:
+        results.append(result)
+        if on_result is not None:  # the verdict as it comes (the CLI prints it)
+            on_result(result, result_blocks(result, profile, allow_not_provable, rule))
+
     try:
+        if on_plan is not None:
+            on_plan(loaded, tuple(
+                spec.name for spec in TIERS
+                if spec.name in wanted and offered & spec.needs_any
+                and not_applicable_reason(spec.name, "*", profile, offered, rule) is None
+            ))
         for spec in TIERS:
             if spec.name not in wanted:
                 continue
             tier_start = time.perf_counter()
             if budget is not None and tier_start - started >= budget:
-                results.append(
+                record(
                     CheckResult(
                         spec.name,
                         "all",
@@ -401,14 +420,14 @@ def run_checks(
                 )
                 continue
             if stopped_by is not None:
-                results.append(CheckResult(spec.name, "all", Status.SKIPPED, stopped_by))
+                record(CheckResult(spec.name, "all", Status.SKIPPED, stopped_by))
                 continue
             reason = not_applicable_reason(spec.name, "*", profile, offered, rule)
             if reason is not None:
-                results.append(CheckResult(spec.name, "all", Status.NOT_APPLICABLE, reason))
+                record(CheckResult(spec.name, "all", Status.NOT_APPLICABLE, reason))
                 continue
             if not offered & spec.needs_any:
-                results.append(
+                record(
                     CheckResult(
                         spec.name,
                         "all",
@@ -434,7 +453,7 @@ def run_checks(
                             capabilities=overrides, rule=rule,
                         ),
                     )
-                results.append(result)
+                record(result)
                 if stopped_by is not None:
                     continue
                 if (result.tier, result.name) == _GATE and not result.status.ok:

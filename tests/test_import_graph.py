@@ -35,6 +35,7 @@ LAYERS: Sequence[tuple[str, ...]] = (
         "spec_verify.results",
         "spec_verify.seeds",
         "spec_verify.stats",
+        "spec_verify.summary_table",
         "spec_verify.uniforms",
     ),
     ("spec_verify._specs",),  # reading a spec string

@@ -18,7 +18,6 @@ import math
 import os
 import signal
 import sys
-import time
 from typing import Any, TextIO
 
 from spec_verify.cli._json_out import add_json_option, text_stream
@@ -107,7 +106,11 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--markdown", metavar="FILE", help="write a Markdown summary here: the "
                         "verdict and the failing and skipped checks (a CI job summary)")
     parser.add_argument("--plots", metavar="DIR", help="write PNG plots here (needs matplotlib)")
-    parser.add_argument("--no-progress", action="store_true", help="no progress on stderr")
+    parser.add_argument("--no-progress", action="store_true", help="nothing on stderr while "
+                        "it runs: no plan, estimate, verdicts or progress line")
+    parser.add_argument("-v", "--verbose", action="store_true", help="every check in the table "
+                        "and as it comes, skipped and not-applicable ones too (by default those "
+                        "sharing a reason are one line)")
     parser.add_argument(
         "--allow-not-provable",
         action="store_true",
@@ -151,39 +154,6 @@ def register(subparsers: Any) -> None:
         "(own randomness) or --no-capability greedy (sampled-only)",
     )
     parser.set_defaults(func=run)
-
-
-class _Progress:
-    """One updating line on a terminal; on a pipe, a line per tier (and every 10 s)."""
-
-    def __init__(self, stream: TextIO) -> None:
-        self.stream = stream
-        self.tty = stream.isatty()
-        self.started = time.monotonic()
-        self.last_topic = ""
-        self.last_print = 0.0
-        self.width = 0
-
-    def __call__(self, message: str) -> None:
-        elapsed = time.monotonic() - self.started
-        text = f"[{elapsed:6.1f}s] {message}"
-        if self.tty:
-            pad = max(0, self.width - len(text))
-            self.stream.write("\r" + text + " " * pad)
-            self.width = len(text)
-        else:
-            topic = message.split(":", 1)[0]
-            now = time.monotonic()
-            if topic == self.last_topic and now - self.last_print < 10:
-                return
-            self.last_topic, self.last_print = topic, now
-            self.stream.write(text + "\n")
-        self.stream.flush()
-
-    def done(self) -> None:
-        if self.tty and self.width:
-            self.stream.write("\r" + " " * self.width + "\r")
-            self.stream.flush()
 
 
 class _Terminated(BaseException):
@@ -272,6 +242,7 @@ def _run(args: argparse.Namespace, rule_mutant: Any = None) -> int:
         children,
         reap_all_children,
     )
+    from spec_verify.cli._live import LiveLines
     from spec_verify.cli._report_files import ReportFiles, ReportPathError, placeholder_report
     from spec_verify.cli._usage import usage_line
     from spec_verify.errors import UnknownImplementation
@@ -306,7 +277,8 @@ def _run(args: argparse.Namespace, rule_mutant: Any = None) -> int:
     become_subreaper()  # what a worker's children leave behind is re-parented here, and killed
     had_children = children()
     previous_term = signal.signal(signal.SIGTERM, _on_sigterm)
-    progress = None if args.no_progress else _Progress(sys.stderr)
+    progress = None if args.no_progress else LiveLines(
+        sys.stderr, quick=args.quick, fail_fast=args.fail_fast, verbose=args.verbose)
     try:
         report = run_checks(
             args.impl if rule_mutant is None else rule_mutant,
@@ -322,6 +294,8 @@ def _run(args: argparse.Namespace, rule_mutant: Any = None) -> int:
             budget=args.budget or DEFAULT_BUDGET["quick" if args.quick else "full"],
             fail_fast=args.fail_fast,
             rule=args.rule,
+            on_plan=None if progress is None else progress.plan,
+            on_result=None if progress is None else progress.result,
         )
     except UnknownImplementation as exc:
         files.write(stub("usage_error", f"nothing was checked: {exc}"), "usage_error")
@@ -349,7 +323,7 @@ def _run(args: argparse.Namespace, rule_mutant: Any = None) -> int:
     # The files first: stdout may be closed or a broken pipe, and CI reads the files.
     written = files.write(report, "complete")
     out = text_stream(args)  # stderr when the JSON report takes stdout
-    _say(reports.format_summary(report), out)
+    _say(reports.format_summary(report, verbose=args.verbose), out)
     if report.sandbox is not None and not report.sandbox.get("sealed"):
         from spec_verify._sandbox import Protections
 
@@ -358,6 +332,9 @@ def _run(args: argparse.Namespace, rule_mutant: Any = None) -> int:
     failures = reports.format_failures(report)
     if failures:
         _say("\n" + failures, out)
+        if not args.fail_fast:
+            _say("\n(-x, --fail-fast stops after the first tier with a failure: a quicker no)",
+                 out)
     kinds = {files.json: "JSON", files.junit: "JUnit", files.html: "HTML",
              files.markdown: "Markdown"}
     for path in written:
