@@ -24,6 +24,7 @@ __all__ = [
     "gradescope_results",
     "junit_xml",
     "mutation_testing_report",
+    "sandbox_text",
     "terminal_report",
 ]
 
@@ -63,9 +64,18 @@ def failure_text(failure: RunFailure) -> str:
     return text
 
 
+def sandbox_text(result: GradeResult) -> str:
+    """Which protections sealed every run off, in one line (every report carries it)."""
+    if result.sandbox is None:
+        return "sandbox: not known (no run started)"
+    from spec_verify._sandbox import Protections
+
+    return Protections.from_json(dict(result.sandbox)).summary()
+
+
 def terminal_report(result: GradeResult, *, full: bool = True) -> str:
     """A plain-text table for the terminal (``full=False`` abbreviates the messages)."""
-    lines = [f"spec-verify grade {result.suite}"]
+    lines = [f"spec-verify grade {result.suite}", sandbox_text(result)]
     if result.clean_tests or result.clean_seconds:
         seconds = ", ".join(f"{s:.2f}" for s in result.clean_seconds)
         lines.append(f"clean runs: {result.clean_tests} tests passed ({seconds} s)" + (
@@ -222,7 +232,7 @@ def gradescope_results(result: GradeResult) -> dict[str, Any]:
         "max_score": result.total,
         "execution_time": round(result.seconds, 3),
         "visibility": "visible",
-        "output": f"{result.reason}\n\n{result.score_definition}",
+        "output": f"{result.reason}\n\n{result.score_definition}\n\n{sandbox_text(result)}",
         "tests": tests,
     }
 
@@ -239,7 +249,8 @@ def junit_xml(result: GradeResult) -> str:
     properties = ET.SubElement(suite, "properties")
     for name, value in (("suite", result.suite), ("grade", f"{result.grade:.4f}"),
                         ("detected", str(result.detected)), ("total", str(result.total)),
-                        ("score_definition", result.score_definition)):
+                        ("score_definition", result.score_definition),
+                        ("sandbox", sandbox_text(result))):
         ET.SubElement(properties, "property", name=name, value=value)
     clean = ET.SubElement(suite, "testcase", classname="spec_verify.mutants",
                           name="clean runs, decoys and canary",
