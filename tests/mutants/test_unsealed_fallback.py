@@ -16,7 +16,8 @@ import pytest
 from spec_verify.results import ExitCode
 
 SUITES = Path(__file__).resolve().parent / "suites"
-_GRADE = [sys.executable, "-m", "spec_verify", "grade", str(SUITES / "with_helpers" / "test_graded.py"),
+_SUITE = SUITES / "with_helpers" / "test_graded.py"
+_GRADE = [sys.executable, "-m", "spec_verify", "grade", str(_SUITE),
           "--mutants", "s05", "--repeats", "1", "--decoys", "1", "--confirmations", "1",
           "--clean-reruns", "1", "-j", "2"]
 
