@@ -7,7 +7,11 @@ its zip, plus the grader's configuration:
   made from a checkout, else the same version from the package index);
 - ``run_autograder``: grades ``/autograder/submission`` and writes
   ``/autograder/results/results.json`` (``python3 -m spec_verify.mutants.gradescope run``);
-- ``grade.json``: the options of ``grade`` (mutants, decoys, repeats, time limits);
+- ``grade.json``: the options of ``grade`` (mutants, decoys, repeats, time limits, and the
+  instructors' catalogue, a path relative to ``grade.json``'s folder);
+- ``catalogue/``: with ``write_bundle(..., catalogue=FILE)``, a copy of the folder of an
+  instructors' catalogue (``grade --catalogue``: the JSON file and the kill tests beside it),
+  checked when the bundle is written (a broken entry is refused there, named);
 - ``source/``: the project's source, when available;
 - ``autograder.zip``: all of the above, to upload.
 
@@ -33,7 +37,7 @@ from typing import Any
 from spec_verify import __version__
 from spec_verify.errors import InvalidArgument
 
-__all__ = ["CONFIG_NAME", "DEFAULT_OPTIONS", "main", "run", "write_bundle"]
+__all__ = ["CATALOGUE_FOLDER", "CONFIG_NAME", "DEFAULT_OPTIONS", "main", "run", "write_bundle"]
 
 CONFIG_NAME = "grade.json"
 # Options of ``grade`` a course may set (anything else in grade.json is refused).
@@ -43,7 +47,10 @@ DEFAULT_OPTIONS: Mapping[str, Any] = {
     # where the container refuses namespaces (docs/grading.md), grading is refused unless this
     # is true: Gradescope's container per submission is then the only seal
     "allow_unsealed": False,
+    # the instructors' catalogue (``grade --catalogue``), relative to grade.json's folder
+    "catalogue": None,
 }
+CATALOGUE_FOLDER = "catalogue"  # where the bundle keeps the catalogue's folder
 
 _SETUP = """#!/usr/bin/env bash
 # Gradescope runs this once when it builds the autograder image.
@@ -86,18 +93,47 @@ def _check_config(config: Mapping[str, Any]) -> dict[str, Any]:
     return {**DEFAULT_OPTIONS, **config}
 
 
+def _bundle_catalogue(out: Path, catalogue: str | os.PathLike[str]) -> str:
+    """Copy the catalogue's folder into the bundle (loaded first: a broken entry is refused
+    now, named, not on the first submission); its path relative to ``grade.json``."""
+    from .custom import load_catalogue
+
+    path = Path(catalogue).resolve()
+    load_catalogue(path)  # CatalogueError (a usage error) naming the entry
+    target = out / CATALOGUE_FOLDER
+    if target.exists():
+        shutil.rmtree(target)
+    shutil.copytree(path.parent, target, ignore=shutil.ignore_patterns(
+        "__pycache__", "*.pyc", ".pytest_cache", ".hypothesis", ".git"))
+    return f"{CATALOGUE_FOLDER}/{path.name}"
+
+
 def write_bundle(folder: str | os.PathLike[str], options: Mapping[str, Any] | None = None,
-                 source: str | os.PathLike[str] | None = None) -> Path:
+                 source: str | os.PathLike[str] | None = None,
+                 catalogue: str | os.PathLike[str] | None = None) -> Path:
     """Write the bundle into ``folder`` (created); returns the zip to upload.
 
     Args:
         options: ``grade`` options for ``grade.json`` (defaults: ``DEFAULT_OPTIONS``).
         source: a spec-verify checkout to bundle (default: the one running, if any; without
             one, ``setup.sh`` installs this version from the package index).
+        catalogue: an instructors' catalogue file (``grade --catalogue``); its folder (the
+            kill tests beside it) is bundled and every submission is graded against it, mixed
+            with built-ins as ``options["mutants"]`` says.
+
+    Raises:
+        InvalidArgument: an option grade does not take, or a catalogue that does not load
+            (``custom.CatalogueError``, naming the entry).
     """
     out = Path(folder)
     config = _check_config(dict(options or {}))
+    if config["catalogue"] is not None:
+        raise InvalidArgument("options", {"catalogue": config["catalogue"]},
+                              "the catalogue is given as write_bundle's catalogue argument",
+                              "pass catalogue=FILE: the bundle carries a copy of its folder")
     out.mkdir(parents=True, exist_ok=True)
+    if catalogue is not None:
+        config["catalogue"] = _bundle_catalogue(out, catalogue)
     checkout = Path(source) if source is not None else _checkout()
     (out / "setup.sh").write_text(_SETUP.format(version=__version__), encoding="utf-8")
     (out / "run_autograder").write_text(_RUN.format(), encoding="utf-8")
@@ -134,7 +170,10 @@ def _config(root: Path) -> dict[str, Any]:
             data = json.loads(candidate.read_text(encoding="utf-8"))
             if not isinstance(data, dict):
                 raise InvalidArgument(CONFIG_NAME, data, "must be a JSON object")
-            return _check_config(data)
+            config = _check_config(data)
+            if config["catalogue"] is not None:  # relative to grade.json's folder
+                config["catalogue"] = str(candidate.parent / str(config["catalogue"]))
+            return config
     return dict(DEFAULT_OPTIONS)
 
 

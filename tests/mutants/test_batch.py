@@ -127,3 +127,54 @@ def test_the_bundle_grades_a_submission_laid_out_as_gradescope_does(tmp_path):
     assert (results["score"], results["max_score"]) == (1, 2)
     assert {t["number"]: t["status"] for t in results["tests"]} == {
         "s05": "passed", "s11": "failed"}
+
+
+CATALOGUE = Path(__file__).resolve().parents[2] / "examples" / "custom_catalogue"
+# kills c02 (a forbidden draft accepted at u = 0) and misses c01 (min-p's threshold)
+_KILLS_C02 = '''
+import numpy as np
+from spec_verify.reference import speculative_step
+
+
+def test_a_forbidden_draft_is_rejected():
+    assert speculative_step(np.array([1.0, 0.0]), np.array([0.5, 0.5]), 1, 0.0, 0.5) == (0, False)
+'''
+
+
+def test_the_bundle_carries_the_catalogue_and_refuses_a_broken_one(tmp_path):
+    checkout = Path(__file__).resolve().parents[2]
+    bundle = write_bundle(tmp_path / "out", {"mutants": ["c01", "c02"]}, source=checkout,
+                          catalogue=CATALOGUE / "catalogue.json")
+    config = json.loads((tmp_path / "out" / CONFIG_NAME).read_text())
+    assert config["catalogue"] == "catalogue/catalogue.json"
+    names = set(zipfile.ZipFile(bundle).namelist())
+    assert {"catalogue/catalogue.json", "catalogue/test_private.py"} <= names
+    # a catalogue that would not grade is refused when the bundle is written, the entry named
+    broken = tmp_path / "broken"
+    shutil.copytree(CATALOGUE, broken)
+    data = json.loads((broken / "catalogue.json").read_text())
+    data["mutants"][1]["id"] = "c01"
+    (broken / "catalogue.json").write_text(json.dumps(data))
+    with pytest.raises(InvalidArgument, match="entry c01: the id is repeated"):
+        write_bundle(tmp_path / "bad", catalogue=broken / "catalogue.json")
+    with pytest.raises(InvalidArgument, match="write_bundle's catalogue argument"):
+        write_bundle(tmp_path / "bad", {"catalogue": "x.json"})
+
+
+@pytest.mark.slow
+def test_the_bundle_grades_against_its_catalogue(tmp_path):
+    root = tmp_path / "autograder"
+    write_bundle(root / "source", {"mutants": ["c01", "c02"]},
+                 catalogue=CATALOGUE / "catalogue.json")
+    (root / "submission").mkdir(parents=True)
+    (root / "submission" / "test_mine.py").write_text(_KILLS_C02)
+    env = {**os.environ, "AUTOGRADER_ROOT": str(root), "SPEC_VERIFY_PYTHON": sys.executable}
+    done = subprocess.run(["bash", str(root / "source" / "run_autograder")], env=env,
+                          capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr
+    results = json.loads((root / "results" / "results.json").read_text())
+    assert (results["score"], results["max_score"]) == (1, 2), results["output"]
+    tests = {t["number"]: t for t in results["tests"]}
+    assert {n: t["status"] for n, t in tests.items()} == {"c01": "failed", "c02": "passed"}
+    assert "hint: min-p keeps every token" in tests["c01"]["output"]  # the survivor's hint
+    assert "hint" not in tests["c02"]["output"]
