@@ -69,7 +69,7 @@ def clean_run(suite: Path) -> float:
 class PhaseClock:
     """Wall time, run count and summed run seconds of each phase of one grading."""
 
-    PHASES = ("clean_runs", "controls_and_mutants", "confirm")
+    PHASES = ("calibrate", "controls_and_mutants", "confirm")
 
     def __init__(self) -> None:
         self.rows: dict[str, list[float]] = {}  # phase -> [wall, runs, run seconds]

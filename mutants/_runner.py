@@ -122,10 +122,11 @@ def worker_environment() -> dict[str, str]:
     return env
 
 
-def sandbox_plan() -> dict[str, Any] | None:
+def sandbox_plan(hidden: Sequence[str] = ()) -> dict[str, Any] | None:
     """What the fork server seals every run with (``_worker._seal``): the harness's folders
-    and the report folders read-only, the interpreter reachable by the unprivileged uid a run
-    drops to where the grader is root. None (no sandbox) with
+    and the report folders read-only, the ``hidden`` folders (an instructors' catalogue and
+    its kill tests) under an empty tmpfs, the interpreter reachable by the unprivileged uid a
+    run drops to where the grader is root. None (no sandbox) with
     ``SPEC_VERIFY_NO_PID_NAMESPACE=1``, as for check workers."""
     if os.environ.get("SPEC_VERIFY_NO_PID_NAMESPACE", "") not in ("", "0"):
         return None
@@ -135,7 +136,7 @@ def sandbox_plan() -> dict[str, Any] | None:
                      if isinstance(f, str)]
     needed = [p for p in (sys.base_prefix, sys.prefix, *sys.path)
               if p and os.path.isabs(p) and os.path.exists(p)]
-    return {"readonly": readonly, "needed": needed,
+    return {"readonly": readonly, "needed": needed, "hidden": [str(h) for h in hidden],
             "drop_to": NOBODY if os.geteuid() == 0 else None}
 
 
@@ -251,9 +252,13 @@ class RunPool:
         suite: the suite folder, or one test file (its folder's ``conftest.py`` comes along).
         select: pytest arguments relative to the suite's copy that choose what runs
             (default: the whole suite).
+        hidden: folders no run may see (an empty tmpfs over each in every sealed run): the
+            instructors' catalogue, whose mutants and tests a suite must not read.
     """
 
-    def __init__(self, suite: Path, select: Sequence[str] = ()) -> None:
+    def __init__(self, suite: Path, select: Sequence[str] = (),
+                 hidden: Sequence[str | os.PathLike[str]] = ()) -> None:
+        self.hidden = tuple(str(Path(h).resolve()) for h in hidden)
         self.suite = suite.resolve()
         self.folder = self.suite.parent if self.suite.is_file() else self.suite
         self.suite_name = self.folder.name or "suite"
@@ -293,7 +298,7 @@ class RunPool:
             )
             self._worker = subprocess.Popen(
                 [sys.executable, "-m", "spec_verify.mutants._worker", str(worker_end.fileno()),
-                 json.dumps(sandbox_plan())],
+                 json.dumps(sandbox_plan(self.hidden))],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log,
                 pass_fds=[worker_end.fileno()], cwd=self.root, env=worker_environment(),
                 start_new_session=True,

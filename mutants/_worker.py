@@ -265,7 +265,24 @@ def _plan_for(plan: dict[str, Any], run_dir: str | None) -> dict[str, Any]:
     extra = [run_dir] if run_dir else []
     return {"readonly": plan.get("readonly", []), "writable": extra,
             "needed": [*plan.get("needed", []), *extra],
-            "drop_to": plan.get("drop_to"), "chown": extra, "fresh": _FRESH}
+            "drop_to": plan.get("drop_to"), "chown": extra,
+            # the instructors' catalogue, hidden the way /tmp is emptied
+            "fresh": (*_FRESH, *_hidden(plan.get("hidden")))}
+
+
+def _hidden(folders: Any) -> list[str]:
+    """The folders to hide that are not hidden already: one inside ``/tmp`` is gone with the
+    rest of it (and a tmpfs could not be mounted there: the folder is no longer there), and
+    one holding ``/tmp`` (``/``) would hide the harness."""
+    out = []
+    for given in folders if isinstance(folders, list) else []:
+        if not (isinstance(given, str) and os.path.isabs(given)):
+            continue
+        folder = given.rstrip("/")
+        if folder and not any(folder == f or folder.startswith(f + "/") or f.startswith(
+                folder + "/") for f in _FRESH):
+            out.append(folder)
+    return out
 
 
 def _seal(job: dict[str, Any]) -> bool:

@@ -660,7 +660,9 @@ def grade(
 
     canary = canary_sources(sources)
 
-    with RunPool(suite, select) as pool:
+    # the catalogue's folder (its mutants, its kill tests) is out of every run's sight
+    hidden = [custom.path.parent] if custom is not None else []
+    with RunPool(suite, select, hidden) as pool:
         sandbox = dict(pool.sandbox)
         if not sandbox.get("sealed") and not allow_unsealed:
             raise InvalidArgument(
