@@ -31,6 +31,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--timeout-factor", type=float, default=5.0, metavar="F")
     parser.add_argument("--min-timeout", type=float, default=10.0, metavar="S")
     parser.add_argument("--clean-timeout", type=float, default=600.0, metavar="S")
+    parser.add_argument("--catalogue", default=None, metavar="FILE",
+                        help="an instructors' catalogue (as grade --catalogue): the bundle "
+                        "carries its folder (the JSON and its kill tests) and grades with it; "
+                        "checked now, a broken entry named")
     parser.add_argument("--source", default=None, metavar="DIR",
                         help="a spec-verify checkout to bundle (default: the running one, if "
                         "it is a checkout; else setup.sh installs this version from PyPI)")
@@ -50,7 +54,8 @@ def run(args: argparse.Namespace) -> int:
         "clean_timeout": args.clean_timeout,
     }
     try:
-        bundle = write_bundle(args.folder, options, source=args.source)
+        bundle = write_bundle(args.folder, options, source=args.source,
+                              catalogue=args.catalogue)
     except (InvalidArgument, OSError) as error:
         print(f"spec-verify gradescope-bundle: error: {error}", file=sys.stderr)
         return ExitCode.USAGE_ERROR

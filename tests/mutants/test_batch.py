@@ -141,7 +141,7 @@ def test_a_forbidden_draft_is_rejected():
 '''
 
 
-def test_the_bundle_carries_the_catalogue_and_refuses_a_broken_one(tmp_path):
+def test_the_bundle_carries_the_catalogue_and_refuses_a_broken_one(tmp_path, capsys):
     checkout = Path(__file__).resolve().parents[2]
     bundle = write_bundle(tmp_path / "out", {"mutants": ["c01", "c02"]}, source=checkout,
                           catalogue=CATALOGUE / "catalogue.json")
@@ -159,6 +159,15 @@ def test_the_bundle_carries_the_catalogue_and_refuses_a_broken_one(tmp_path):
         write_bundle(tmp_path / "bad", catalogue=broken / "catalogue.json")
     with pytest.raises(InvalidArgument, match="write_bundle's catalogue argument"):
         write_bundle(tmp_path / "bad", {"catalogue": "x.json"})
+    # the command line: exit 2 and one line naming the entry
+    assert main(["gradescope-bundle", str(tmp_path / "cli"), "--catalogue",
+                 str(broken / "catalogue.json")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "entry c01: the id is repeated" in err, err
+    assert main(["gradescope-bundle", str(tmp_path / "cli"), "--mutants", "c01",
+                 "--catalogue", str(CATALOGUE / "catalogue.json")]) == 0
+    assert json.loads((tmp_path / "cli" / CONFIG_NAME).read_text())["catalogue"] == (
+        "catalogue/catalogue.json")
 
 
 @pytest.mark.slow
