@@ -6,6 +6,7 @@
   test gets it back with the attributes ``run_checks`` and tiers may set put back as they were.
   A test that needs a worker of its own calls ``load_implementation("reference")`` and says why.
 - Every test proves in its teardown that it left no process running (``_no_stray_processes``).
+- One BLAS/OpenMP thread per process (``OMP_NUM_THREADS=1`` unless set): see ``_one_thread``.
 """
 
 from __future__ import annotations
@@ -20,6 +21,18 @@ from typing import Any
 import pytest
 
 from spec_verify.adapters._process import descendants, kill_tree
+
+
+def _one_thread() -> None:
+    """torch, numpy's BLAS and OpenMP start a thread per core by default. The suite runs one
+    xdist worker per core, and its tensors are a few dozen floats, so extra threads only spin:
+    on 2 cores under load the transformers ensemble test took 51 CPU s with them and 14 CPU s
+    without. Set before any test imports torch; workers the tests start inherit it."""
+    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ.setdefault(name, "1")
+
+
+_one_thread()
 
 # A process a test started must be gone this long after the test ends (killing a worker tree
 # is asynchronous; 30 s is far beyond what a loaded machine needs for a SIGKILL to land).
@@ -38,7 +51,54 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+# The tests whose setup computes a value the run shares, then the longest tests, longest
+# first, as measured in clean-clone CI runs on 2 cores (seconds in the comments: wall time of a
+# loaded machine, for the order only). They run before everything else: under
+# `--dist worksteal` the worker that gets them runs them first while the other works through
+# short tests and then steals short ones from the end of its queue, so no long test starts
+# near the end of the run with the other worker idle. The shared values (`reference_check`,
+# `example_grade`) are computed first, before another worker can wait for them. A test not
+# listed keeps its collection order; the list only orders, it selects nothing.
+LONGEST_FIRST = (
+    "tests/cli/test_check.py::test_the_reference_passes_every_tier",  # 196, reference_check
+    "tests/tiers/test_statistical.py::test_the_reference_passes_the_default_gate",  # 222 default
+    "tests/mutants/test_grader.py::test_the_example_suite_scores_22_of_36",  # 187, example_grade
+    "tests/adapters/test_transformers.py::test_with_torchs_own_generator_it_is_lossless",  # 324
+    "tests/test_gate_mutants.py::test_the_whole_gate_runs_to_its_end_on_a_mutant",  # 163
+    "tests/mutants/test_kill_matrix.py::test_each_mutant_is_killed_by_its_declared_test",  # 157
+    "tests/tiers/test_statistical.py::test_calibration_false_alarms_and_power",  # 136
+    "tests/ffi/test_gate.py::test_the_port_passes_every_tier",  # 128
+    "tests/test_plugin.py::test_builtin_properties_pass_on_the_reference",  # 104
+    "tests/tiers/test_sequence_law.py::",  # 51 + 48 + 54
+    "tests/endtoend/test_batched.py::test_a_bias_after_the_first_token_is_caught",  # 84
+    "tests/ffi/test_action.py::",  # 75, setup
+    "tests/test_profiles.py::test_lossless_passes_correct_samplers_and_fails_lossy_ones",  # 67
+    "tests/mutants/test_batch.py::test_the_bundle_grades_a_submission",  # 65
+    "tests/test_gate_mutants.py::test_the_clean_reference_passes_each_tier",  # 64
+    "tests/adapters/test_kernel.py::test_the_lossless_gate_tells_an_honest_kernel",  # 63
+    "tests/tiers/test_statistical_trees.py::",  # 66 + 60 + 42 + 33
+    "tests/cli/test_impl_paths.py::test_the_example_passes_the_whole_lossless_quick_gate",  # 56
+    "tests/mutants/test_grader.py::",  # 52 + 46 + 44
+    "tests/test_gate_mutants.py::test_the_full_gate_rejects_the_mutant",  # 36 x up to 48
+    "tests/endtoend/test_tutorial.py::test_python_blocks",  # 48
+    "tests/endtoend/test_transformers.py::",  # 46
+    "tests/ffi/test_statistical_port.py::",  # 46
+    "tests/tiers/test_statistical.py::test_calibration_runs_share_a_worker_and_close_it",  # 45
+    "tests/adapters/test_transformers.py::test_its_ensemble_rule_fails_the_law",  # 43
+    "tests/mutants/test_real_bugs.py::",  # 38
+    "tests/test_gate_mutants.py::test_the_gate_rejects_the_mutant",  # up to 56 (parity)
+)
+
+
+def _rank(item: pytest.Item) -> int:
+    for rank, prefix in enumerate(LONGEST_FIRST):
+        if item.nodeid.startswith(prefix):
+            return rank
+    return len(LONGEST_FIRST)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    items.sort(key=_rank)  # stable: the unlisted tests keep their order
     if config.getoption("--runslow"):
         return
     skip = pytest.mark.skip(reason="slow: run with --runslow")
