@@ -281,7 +281,7 @@ def check_spec(spec: Any, argument: str = "impl") -> None:
     """
     if not isinstance(spec, str) or not spec:
         raise UnknownImplementation(argument, spec, "must be a non-empty string", _SPEC_FORMS)
-    if spec in ("reference", "transformers"):
+    if spec in ("reference", "transformers", "vllm"):
         return
     scheme, sep, rest = spec.partition(":")
     if not sep or scheme not in SCHEMES:
@@ -304,7 +304,7 @@ def _scheme_hint(spec: str, scheme: str, rest: str, has_scheme: bool) -> str:
         return f"did you mean 'python:{spec}'?"
     if spec.endswith((".so", ".dylib", ".dll")):
         return f"did you mean 'ffi:{spec}'?"
-    named = _did_you_mean(spec, ["reference", "transformers"])
+    named = _did_you_mean(spec, ["reference", "transformers", "vllm"])
     if named:
         return named
     if all(part.isidentifier() for part in spec.split(".")):

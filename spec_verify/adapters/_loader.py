@@ -134,6 +134,25 @@ def _load_in_worker(spec: str, kind: str, target: str) -> Implementation:
     return impl
 
 
+_VLLM_KERNEL = "spec_verify.adapters._vllm"
+_VLLM_START_TIMEOUT = 300.0  # vLLM's import takes 15-65 s on 2 cores
+
+
+def _load_vllm(spec: str) -> Implementation:
+    """``vllm``: the installed vLLM's rejection sampler, as a kernel in a worker (``_vllm.py``)."""
+    from spec_verify.adapters._python_adapter import WorkerImplementation
+
+    if importlib.util.find_spec("vllm") is None or importlib.util.find_spec("torch") is None:
+        raise UnknownImplementation(
+            "impl", spec, "needs vLLM's CPU build and torch installed",
+            "pip install 'spec-verify[vllm]' (about 3.5 GB)",
+        )
+    impl = WorkerImplementation(
+        spec, "python", _VLLM_KERNEL, start_timeout=_VLLM_START_TIMEOUT
+    )
+    return _as_kernel(impl, impl.names, _VLLM_KERNEL)
+
+
 def load_implementation(spec: str, *, in_process: bool = False) -> Implementation:
     """Load an implementation from its spec string (see the module docstring).
 
@@ -151,6 +170,8 @@ def load_implementation(spec: str, *, in_process: bool = False) -> Implementatio
         if in_process:
             return load_python(spec, "spec_verify.reference")
         return _load_in_worker(spec, "reference", "")
+    if spec == "vllm":
+        return _load_vllm(spec)
     scheme, _, rest = spec.partition(":")
     if spec == "transformers":
         scheme = "transformers"  # the bare name: transformers' sampler with torch's own generator

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import operator
+import os
 import threading
 import weakref
 from collections.abc import Callable, Iterator, Sequence
@@ -65,12 +66,34 @@ T = TypeVar("T")
 
 DEFAULT_CALL_TIMEOUT = 10.0  # seconds per contract call (verify_draft, ...)
 GENERIC_TIMEOUT = 60.0  # seconds per other request (speculative_generate, model passes)
-_START_TIMEOUT = 60.0
+_START_TIMEOUT = 60.0  # seconds for the worker to import its module, unless lifted:
+START_TIMEOUT_VARIABLE = "SPEC_VERIFY_START_TIMEOUT"  # a module whose import takes longer
 _ROUNDS_PER_REQUEST = 256  # verify_many rounds per request (bounds a frame's size)
 _SECONDS_PER_ROUND = 0.05  # added to a request's time limit per round in it
 _SEEDS_PER_REQUEST = 64  # generate_many generations per request
 _SCRIPTS_PER_REQUEST = 512  # verify_scripted_many sources per request (the input crosses once)
 _QUIT = {"kind": "quit"}
+
+
+def worker_start_timeout() -> float:
+    """The worker's import limit in seconds: ``SPEC_VERIFY_START_TIMEOUT`` when set, else 60.
+
+    Raises:
+        InvalidArgument: the variable is not a positive number of seconds.
+    """
+    text = os.environ.get(START_TIMEOUT_VARIABLE, "")
+    if not text:
+        return _START_TIMEOUT
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = -1.0
+    if not 0.0 < seconds < float("inf"):
+        raise InvalidArgument(
+            START_TIMEOUT_VARIABLE, text, "must be a positive number of seconds",
+            f"{START_TIMEOUT_VARIABLE}=300",
+        )
+    return seconds
 
 
 class _Session:
@@ -189,8 +212,10 @@ class WorkerImplementation(Implementation):
         timeout: float = DEFAULT_CALL_TIMEOUT,
         *,
         search: str = "",
+        start_timeout: float = _START_TIMEOUT,
     ) -> None:
         self.name = spec
+        self.start_timeout = max(start_timeout, worker_start_timeout())
         self.kind = kind
         self.target = target
         self.search = search
@@ -223,7 +248,7 @@ class WorkerImplementation(Implementation):
             args = [self.kind, self.target] + ([self.search] if self.search else [])
             worker = WorkerProcess(self.name, "spec_verify.adapters._python_worker", args)
             try:
-                reply, _ = worker.exchange(None, None, "load", _START_TIMEOUT)
+                reply, _ = worker.exchange(None, None, "load", self.start_timeout)
                 kind = reply.get("kind")
                 if kind == "load_error":
                     error = decode_error(reply.get("error"))
@@ -241,7 +266,9 @@ class WorkerImplementation(Implementation):
                 raise with_sandbox(failure, worker) from None
             except ImplementationError as exc:
                 failure = UnknownImplementation(
-                    "impl", self.name, f"it could not be loaded: it {exc.reason}")
+                    "impl", self.name, f"it could not be loaded: it {exc.reason}",
+                    f"if its import is only slow (limit {self.start_timeout:g} s), set "
+                    f"{START_TIMEOUT_VARIABLE}=SECONDS")
                 raise with_sandbox(failure, worker) from None
             except BaseException as exc:
                 with_sandbox(exc, worker)

@@ -1,0 +1,26 @@
+"""vLLM's real rejection sampler with one acceptance uniform reused at every position of a
+request (the uniforms drawn per request, not per token): the first token's law is right, the
+second draft's acceptance is coupled to the first's."""
+
+from typing import Any
+
+import vllm.v1.sample.rejection_sampler as _sampler
+
+# _vllm first: it hides the CUDA builds of torchvision and friends before vLLM imports them.
+from spec_verify.adapters._vllm import SPEC_VERIFY_KERNEL, rejection_sample
+
+__all__ = ["SPEC_VERIFY_KERNEL", "rejection_sample"]
+
+_generate = _sampler.generate_uniform_probs
+
+
+def _one_per_request(num_tokens: int, num_draft_tokens: list[int], *args: Any) -> Any:
+    uniforms = _generate(num_tokens, num_draft_tokens, *args)
+    start = 0
+    for n in num_draft_tokens:
+        uniforms[start:start + n] = uniforms[start]
+        start += n
+    return uniforms
+
+
+_sampler.generate_uniform_probs = _one_per_request
