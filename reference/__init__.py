@@ -20,6 +20,7 @@ from .kv import KVCache, cache_dims
 from .models import AttentionLM, BagLM, CacheMismatch, CharTokenizer, LanguageModel, Tokenizer
 from .ngram import NGramLM
 from .pcg32 import REQUEST_STREAM, Pcg32, request_rng
+from .propose import propose_and_verify
 from .rejection import residual, speculative_step
 from .sampling import (
     SamplingParams,
@@ -58,6 +59,7 @@ __all__ = [
     "UniformSource",
     "cache_dims",
     "generate",
+    "propose_and_verify",
     "request_rng",
     "residual",
     "sample",

@@ -42,6 +42,7 @@ __all__ = [
     "BatchedImplementation",
     "BatchedTreeImplementation",
     "Implementation",
+    "ProposeRound",
     "PythonImplementation",
     "ScriptedResult",
     "TreeImplementation",
@@ -70,6 +71,8 @@ CAPABILITIES = (
     "generation",  # speculative_generate, generate and the bundled models (a Python module)
     "verify_tree",  # verify_tree(target_logits, parents, token_ids, draft_probs, p, history,
     #                 rng, prompt, rule) with an injected uniform source (CONTRACT.md section 6)
+    "propose_and_verify",  # propose_and_verify(target_logits, draft_logits, p, history, rng,
+    #                 prompt, draft_params): draws its own drafts (CONTRACT.md section 11)
     "uniforms_open_closed",  # its injected uniforms lie in (0, 1], not [0, 1) (curand_uniform's
     # convention; spec_verify.uniforms): the edge tier feeds it 1.0 and never 0.0
 )
@@ -121,9 +124,14 @@ def offered_capabilities(names: Iterable[str]) -> frozenset[str]:
         "pcg32": "request_rng" in has,
         "generation": {"speculative_generate", "generate", "SamplingParams"} <= has,
         "verify_tree": "verify_tree" in has,
+        "propose_and_verify": "propose_and_verify" in has,
     }
     return frozenset(k for k, v in offered.items() if v)
 
+
+# One propose_and_verify round but for the parameters and the uniform source: (target_logits,
+# draft_logits, history, prompt).
+ProposeRound = tuple[NDArray[np.float64], NDArray[np.float64], Sequence[int], Sequence[int]]
 
 # One verify_draft round but for the parameters and the uniform source: (target_logits,
 # draft_ids, draft_probs, history, prompt).
@@ -225,6 +233,27 @@ class Implementation(abc.ABC):
             self.verify_tree(logits, parents, tokens, probs, p, history, rng, prompt, rule=rule)
             for logits, parents, tokens, probs, history, prompt in rounds
         ]
+
+    def propose_many(
+        self, rounds: Sequence[ProposeRound], p: Any, draft_p: Any, rng: Any
+    ) -> list[tuple[list[int], int]]:
+        """``propose_and_verify`` on each round ``(target_logits, draft_logits, history,
+        prompt)`` with one ``p``, ``draft_p`` and uniform source, in order (capability
+        ``propose_and_verify``: the implementation draws its own drafts); each result is
+        checked as ``verify_draft``'s. An adapter whose calls cross a process boundary sends
+        them together."""
+        fn = self.own_attribute("propose_and_verify")
+        if "propose_and_verify" not in self.capabilities or fn is None:
+            raise self._not_offered("propose_and_verify")
+        results = []
+        for target, draft, history, prompt in rounds:
+            raw = self.call_guarded(
+                "propose_and_verify", self.timeout, fn, target, draft, p, list(history), rng,
+                list(prompt), draft_p,
+            )  # fmt: skip
+            shape = np.shape(target)
+            results.append(check_verify_result(self.name, raw, shape[0] - 1, shape[-1]))
+        return results
 
     def sampling_distribution(
         self,

@@ -33,6 +33,7 @@ from spec_verify.adapters._generation_request import GENERATION_TIMEOUT, Generat
 from spec_verify.adapters._implementations import (
     DECLARATION,
     Implementation,
+    ProposeRound,
     ScriptedResult,
     TreeRound,
     VerifyRound,
@@ -474,6 +475,31 @@ class WorkerImplementation(Implementation):
                 results.append(
                     check_verify_result(self.name, result, len(ids), np.shape(logits)[-1])
                 )
+        return results
+
+    def propose_many(
+        self, rounds: Sequence[ProposeRound], p: Any, draft_p: Any, rng: Any
+    ) -> list[tuple[list[int], int]]:
+        """The rounds in requests of up to ``_ROUNDS_PER_REQUEST``, as ``verify_many``."""
+        if "propose_and_verify" not in self.capabilities:
+            raise self._not_offered("propose_and_verify")
+        results: list[tuple[list[int], int]] = []
+        for begin in range(0, len(rounds), _ROUNDS_PER_REQUEST):
+            chunk = rounds[begin : begin + _ROUNDS_PER_REQUEST]
+            sent = [[target, draft, [int(t) for t in history], [int(t) for t in prompt]]
+                    for target, draft, history, prompt in chunk]  # fmt: skip
+            limit = self.timeout + _SECONDS_PER_ROUND * len(chunk)
+            with self._limit("propose_and_verify", limit):
+                raw = call_method(self.toolbox, "propose_many", self.module, sent, p, draft_p,
+                                  rng)  # fmt: skip
+            if not isinstance(raw, list) or len(raw) != len(chunk):
+                raise ImplementationError(
+                    self.name, "propose_and_verify", f"its worker answered {len(chunk)} "
+                    f"rounds with {raw!r:.100}",
+                )  # fmt: skip
+            for (target, *_), result in zip(chunk, raw, strict=True):
+                shape = np.shape(target)
+                results.append(check_verify_result(self.name, result, shape[0] - 1, shape[-1]))
         return results
 
     def verify_tree_many(

@@ -60,6 +60,18 @@ class Toolbox:
         return results
 
     @staticmethod
+    def propose_many(module: Any, rounds: list[Any], p: Any, draft_p: Any, rng: Any) -> list[Any]:
+        """``module.propose_and_verify`` on each round ``[target_logits, draft_logits,
+        history, prompt]`` with the same ``p``, ``draft_p`` and ``rng``, as ``verify_many``."""
+        results = []
+        for number, item in enumerate(rounds):
+            target_logits, draft_logits, history, prompt = item
+            args = [target_logits, draft_logits, p, history, rng, prompt, draft_p]
+            results.append(call_checked(module.propose_and_verify, args, {},
+                                        f"propose_and_verify (round {number})"))
+        return results
+
+    @staticmethod
     def verify_tree_many(module: Any, rounds: list[Any], p: Any, rng: Any, rule: str) -> list[Any]:
         """``module.verify_tree`` on each round ``[target_logits, parents, token_ids,
         draft_probs, history, prompt]`` with the same ``p``, ``rng`` and ``rule``, in order, as

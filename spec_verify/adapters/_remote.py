@@ -292,6 +292,8 @@ _CONTRACT_ARGUMENTS: dict[str, tuple[str, ...]] = {
     "verify_tree": ("target_logits", "parents", "token_ids", "draft_probs", "p", "history",
                     "rng", "prompt"),
     "sampling_distribution": ("logits", "p", "history", "prompt"),
+    "propose_and_verify": ("target_logits", "draft_logits", "p", "history", "rng", "prompt",
+                           "draft_params"),
     "propose": ("ctx", "k", "rng"),
 }  # fmt: skip
 

@@ -68,6 +68,7 @@ __all__ = [
     "AcceptanceRateCheck",
     "FirstTokenCheck",
     "GenerationCheck",
+    "OwnStreamCheck",
     "PlannedCheck",
     "SequenceCheck",
     "StatisticalCheck",
@@ -678,6 +679,71 @@ class TreeAcceptanceCheck(TreeCheck):
         return len(emitted) - 1
 
 
+@dataclass(frozen=True)
+class OwnStreamCheck(StatisticalCheck):
+    """``propose_and_verify``: the implementation draws the ``k`` drafts itself from the draft
+    rows it is given, with its own generator, and verifies them; everything the round emits,
+    continued with the target's own draws to ``k + 1`` tokens, follows the target's law.
+
+    The rows are fixed per position (``target[i]`` after any ``i`` tokens, ``draft[i]`` for the
+    ``i``-th draft), so the target's law of ``k + 1`` tokens is the product of its rows. The
+    check has its own power plan: ``planned_delta`` is the exact TV of noise shared between
+    the draft and the verifier on these rows (vLLM PR #47386, fixed in #54282: the draft's
+    ``i``-th token drawn with the uniform the verifier then uses as its ``i``-th draw;
+    ``spec_verify.tiers._own_stream.coupled_law``), and the plan sizes the sample for it at the
+    run's power, whatever (larger) delta the run declares.
+    """
+
+    target: tuple[Dist, ...] = ()
+    draft: tuple[Dist, ...] = ()
+    planned_delta: float = 0.0
+
+    needs = "propose_and_verify"
+
+    @property
+    def k(self) -> int:
+        return len(self.draft)
+
+    @cached_property
+    def _law(self) -> dict[Sample, float]:
+        from spec_verify.tiers._own_stream import product_law
+
+        return {seq: float(prob) for seq, prob in product_law(self.target).items()}
+
+    def probabilities(self) -> dict[Sample, float]:
+        return dict(self._law)
+
+    def label(self, outcome: Sample) -> str:
+        return " ".join(str(t) for t in outcome)  # type: ignore[attr-defined]
+
+    def start(
+        self, impl: Implementation, harness: np.random.Generator, seeds: np.random.SeedSequence
+    ) -> _Sampler:
+        from spec_verify.tiers._drive import implementation_rng
+
+        target = np.vstack([_logits_from(row) for row in self.target])
+        draft = np.vstack([_logits_from(row) for row in self.draft])
+        rows = [_floats(row) for row in self.target]
+        length = self.k + 1
+        params = impl.params()
+        rng = implementation_rng(impl, seeds)
+
+        def draw(count: int) -> list[Sample]:
+            rounds = [(target, draft, (), ())] * count
+            emitted = _guarded(impl, "propose_and_verify", impl.propose_many, rounds, params,
+                               params, rng)  # fmt: skip
+            tail = harness.random(size=(count, length))
+            out: list[Sample] = []
+            for i, (ids, _) in enumerate(emitted):
+                seq = tuple(int(t) for t in ids)
+                for j in range(len(seq), length):  # a longer round stays: an outcome of law 0
+                    seq = (*seq, _pick(rows[j], float(tail[i, j])))
+                out.append(seq)
+            return out
+
+        return _Sampler(draw)
+
+
 def _guarded(impl: Implementation, call: str, fn: Callable[..., T], *args: Any) -> T:
     """An implementation's exception that is not the contract's ``ValueError`` is its failure
     (``ImplementationError``), not the harness's."""
@@ -854,6 +920,19 @@ STATISTICAL_CHECKS: tuple[StatisticalCheck, ...] = (
         m=3,
         deterministic=True,
     ),
+    # Last, so that the checks before keep their seed streams. The rows: noise coupling (the
+    # r01 shape) moves the law of three tokens by TV 4/91 = 0.044 (exactly:
+    # tests/tiers/test_own_stream.py); the plan is sized for TV 0.04, just below it.
+    OwnStreamCheck(
+        "own_stream.propose_k2",
+        "propose_and_verify draws two drafts from its own stream and verifies them: three "
+        "tokens (the round continued with the target) follow the target's joint law; sized "
+        "for noise shared between draft and verifier (TV 0.04)",
+        target=((F(5, 13), F(4, 13), F(4, 13)), (F(1, 4), F(5, 8), F(1, 8)),
+                (F(1, 4), F(1, 3), F(5, 12))),
+        draft=((F(3, 7), F(2, 7), F(2, 7)), (F(3, 10), F(3, 10), F(2, 5))),
+        planned_delta=0.04,
+    ),
 )
 
 
@@ -940,7 +1019,9 @@ def plan_statistical_tier(
             continue
         test_alpha = alpha_i / 2 if sequential else alpha_i
         try:
-            n = required_samples(max(cells, 2), test_alpha, delta, power, budget=budget)
+            n = required_samples(
+                max(cells, 2), test_alpha, check_delta(check, delta), power, budget=budget
+            )
         except InvalidArgument as error:
             raise InvalidArgument(
                 error.argument, error.value, f"check {check.name}: {error.rule}", error.fix
@@ -1242,10 +1323,17 @@ def _repro(impl: Implementation, plan: StatisticalPlan, name: str) -> str:
     )
 
 
+def check_delta(check: StatisticalCheck, delta: float) -> float:
+    """The TV a check is sized for in a run planned at ``delta``: its own ``planned_delta``
+    (the TV of the bug it is there for) when that is smaller."""
+    own = float(getattr(check, "planned_delta", 0.0))
+    return min(delta, own) if own else delta
+
+
 def _declared(plan: StatisticalPlan, entry: PlannedCheck) -> dict[str, Any]:
     return {
         "family_alpha": plan.family_alpha,
-        "delta": plan.delta,
+        "delta": check_delta(entry.check, plan.delta),
         "power": plan.power,
         "planned_alpha": entry.alpha,
         "required_samples": entry.n,
@@ -1279,7 +1367,8 @@ def _result(
 ) -> CheckResult:
     details = {**_declared(plan, entry), **obs.details, "holm_threshold": threshold}
     guarantee = (
-        f"detects TV >= {plan.delta:g} with power {plan.power:g} at family alpha "
+        f"detects TV >= {check_delta(entry.check, plan.delta):g} with power {plan.power:g} "
+        f"at family alpha "
         f"{plan.family_alpha:g}"
     )
     if obs.problem:
