@@ -1,6 +1,6 @@
 """``propose_and_verify``: draw the draft tokens from the given draft rows, then verify them.
 
-The round an engine runs on its own stream (CONTRACT.md section 11): the draft's ``k`` tokens
+The round an engine runs on its own stream (CONTRACT.md section 14): the draft's ``k`` tokens
 are sampled here, each from its row after the draft's processors (``draft_params``; penalties
 see the tokens drafted before it), with the same uniform source the verification then draws
 from, each uniform used once. The harness checks only the law of what it emits (its

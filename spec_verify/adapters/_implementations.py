@@ -72,7 +72,7 @@ CAPABILITIES = (
     "verify_tree",  # verify_tree(target_logits, parents, token_ids, draft_probs, p, history,
     #                 rng, prompt, rule) with an injected uniform source (CONTRACT.md section 6)
     "propose_and_verify",  # propose_and_verify(target_logits, draft_logits, p, history, rng,
-    #                 prompt, draft_params): draws its own drafts (CONTRACT.md section 11)
+    #                 prompt, draft_params): draws its own drafts (CONTRACT.md section 14)
     "uniforms_open_closed",  # its injected uniforms lie in (0, 1], not [0, 1) (curand_uniform's
     # convention; spec_verify.uniforms): the edge tier feeds it 1.0 and never 0.0
 )

@@ -36,6 +36,7 @@ _RULES = ("token", "block", "sampler_match")
 _CAPABILITIES = (
     "verify_draft", "injected_uniforms", "greedy", "float32", "sampling_distribution",
     "prompt_lookup", "pcg32", "generation", "verify_tree", "uniforms_open_closed",
+    "propose_and_verify",
 )
 
 
