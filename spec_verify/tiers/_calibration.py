@@ -31,6 +31,7 @@ from spec_verify.stats._gof import pool_cells
 from spec_verify.tiers.statistical import (
     STATISTICAL_CHECKS,
     StatisticalPlan,
+    check_delta,
     observe,
     plan_statistical_tier,
     run_statistical_tier,
@@ -130,26 +131,31 @@ class PowerMeasurement:
 _Outcome = tuple[bool, dict[str, float]]
 
 
-def _one_run(impl: Any, seed: int, family_alpha: float, delta: float, power: float) -> _Outcome:
+_Job = tuple[str, Sequence[int], float, float, float, Sequence[str] | None]
+
+
+def _one_run(impl: Any, seed: int, family_alpha: float, delta: float, power: float,
+             checks: Sequence[str] | None = None) -> _Outcome:
     results = run_statistical_tier(
-        impl, seed=seed, family_alpha=family_alpha, delta=delta, power=power
+        impl, seed=seed, family_alpha=family_alpha, delta=delta, power=power, checks=checks
     )
     failed = any(r.status is not Status.PASSED for r in results if r.status is not Status.SKIPPED)
     return failed, {r.name: float(r.pvalue) for r in results if r.pvalue is not None}
 
 
-def _runs(args: tuple[str, Sequence[int], float, float, float],
+def _runs(args: _Job | tuple[str, Sequence[int], float, float, float],
           progress: Callable[[int], None] | None = None) -> list[_Outcome]:
     """The tier's runs for ``seeds`` on one worker, closed at the end (a run's outcome depends
     on its seed only: ``tests/tiers/test_statistical.py`` compares them with runs on fresh
     workers). Before, every run loaded a worker and none was closed: a 1,000-run calibration
     held about 700 worker processes and 12 GB when it was stopped."""
-    spec, seeds, family_alpha, delta, power = args
+    spec, seeds, family_alpha, delta, power, *rest = args
+    checks = rest[0] if rest else None
     impl = load_implementation(spec)
     try:
         outcomes = []
         for seed in seeds:
-            outcomes.append(_one_run(impl, seed, family_alpha, delta, power))
+            outcomes.append(_one_run(impl, seed, family_alpha, delta, power, checks))
             if progress is not None:
                 progress(len(outcomes))
         return outcomes
@@ -168,18 +174,21 @@ def measure_false_alarms(
     first_seed: int = 0,
     processes: int = 1,
     progress: Callable[[int], None] | None = None,
+    checks: Sequence[str] | None = None,
 ) -> FalseAlarms:
-    """Run the whole tier ``runs`` times (root seeds ``first_seed, ...``) and count alarms."""
+    """Run the whole tier (or its ``checks``, as one family) ``runs`` times (root seeds
+    ``first_seed, ...``) and count alarms."""
     seeds = list(range(first_seed, first_seed + runs))
     failed_runs = 0
-    rejections = {check.name: 0 for check in STATISTICAL_CHECKS}
+    rejections = {c.name: 0 for c in STATISTICAL_CHECKS if checks is None or c.name in checks}
     if processes > 1:
         chunks = [seeds[i::processes * 4] for i in range(min(runs, processes * 4))]
         with ProcessPoolExecutor(processes) as pool:
             outcomes = [o for chunk in pool.map(
-                _runs, [(spec, c, family_alpha, delta, power) for c in chunks]) for o in chunk]
+                _runs, [(spec, c, family_alpha, delta, power, checks) for c in chunks])
+                for o in chunk]
     else:
-        outcomes = _runs((spec, seeds, family_alpha, delta, power), progress)
+        outcomes = _runs((spec, seeds, family_alpha, delta, power, checks), progress)
     for failed, pvalues in outcomes:
         failed_runs += failed
         for name, pvalue in pvalues.items():
@@ -197,8 +206,9 @@ def measure_power(
     checks: Sequence[str] | None = None,
 ) -> list[PowerMeasurement]:
     """For each check: ``runs`` samples of its planned size from the hardest alternative at TV
-    ``delta``, each tested at the check's planned alpha (its Holm threshold when it is the
-    only deviating check of a run). Deterministic for a given ``seed``."""
+    ``delta`` (or the check's own smaller planned TV, ``check_delta``: what its plan declares),
+    each tested at the check's planned alpha (its Holm threshold when it is the only deviating
+    check of a run). Deterministic for a given ``seed``."""
     plan: StatisticalPlan = plan_statistical_tier(
         None, family_alpha=family_alpha, delta=delta, power=power
     )
@@ -207,7 +217,8 @@ def measure_power(
         if checks is not None and entry.check.name not in checks:
             continue
         law = entry.check.probabilities()
-        q = hardest_alternative(law, delta, entry.n)
+        declared = check_delta(entry.check, delta)
+        q = hardest_alternative(law, declared, entry.n)
         outcomes = list(q)
         probs = np.array([q[o] for o in outcomes])
         tv = 0.5 * math.fsum(abs(q[o] - law[o]) for o in outcomes)
@@ -219,7 +230,7 @@ def measure_power(
             detected += observe(sample, entry.check, entry.alpha).pvalue < entry.alpha
         out.append(
             PowerMeasurement(
-                entry.check.name, runs, detected, entry.n, entry.alpha, delta, power, tv
+                entry.check.name, runs, detected, entry.n, entry.alpha, declared, power, tv
             )
         )
     return out

@@ -14,6 +14,7 @@ from typing import Any
 
 from spec_verify.reference import *  # noqa: F403 (the rest of the contract, unchanged)
 from spec_verify.reference import SamplingParams, sample, sampling_distribution
+from spec_verify.reference import propose_and_verify as _reference_propose_and_verify
 from spec_verify.reference import speculative_generate as _reference_speculative_generate
 
 
@@ -37,7 +38,8 @@ def verify_draft(
 
 
 def _with_this_verify(function: Any) -> Any:
-    """The reference's generation loop, calling this module's ``verify_draft``."""
+    """The reference's generation loop (or own-stream round), calling this module's
+    ``verify_draft``."""
     scope = {**function.__globals__, "verify_draft": verify_draft}
     return types.FunctionType(
         function.__code__, scope, function.__name__, function.__defaults__, function.__closure__
@@ -45,3 +47,4 @@ def _with_this_verify(function: Any) -> Any:
 
 
 speculative_generate = _with_this_verify(_reference_speculative_generate)
+propose_and_verify = _with_this_verify(_reference_propose_and_verify)
