@@ -603,9 +603,29 @@ def _multidraft_rule(args: argparse.Namespace) -> int:
     for pr in proofs:
         if pr.status is not Status.PASSED:
             lines.append(f"  {_verdict(pr.status)}: {pr.message}")
+    rhos = _rho_lines(proofs) if args.rule == "kseq" else []
+    lines += rhos
     ok = all(pr.status is Status.PASSED for pr in proofs)
     lines.append(f"verdict: {'PROVEN EXACT' if ok else 'NOT PROVEN'}")
-    payload = {"mode": "rule", "rule": args.rule, "impl": impl.name, "seed": args.seed,
+    payload = {"mode": "rule", "rule": args.rule, "rho": rhos, "impl": impl.name, "seed": args.seed,
                "verdict": "passed" if ok else "not_passed",
                "cases": [pr.to_json() for pr in proofs]}
     return _emit(args, payload, "\n".join(lines), ok)
+
+
+def _rho_lines(proofs: list[Any]) -> list[str]:
+    """What the K-SEQ proof claims about ``rho``: the contract's grid value, decided exactly,
+    and only a bracket of SpecTr's continuous smallest valid one (its first position)."""
+    from spec_verify.reference.multidraft_exact import kseq_rho_bounds
+    from spec_verify.reference.rules_exact import exact_kseq_rho
+
+    out = ["rho at the first position: the proof is of the grid's rho (CONTRACT.md section "
+           "10, decided exactly); SpecTr's smallest valid rho is only bracketed (upper end "
+           "proven valid, lower end 1 or proven invalid):"]
+    for pr in proofs:
+        target, draft = pr.case.tree_case("kseq").tables()
+        p, q = tuple(target(())), tuple(draft(()))
+        lo, hi = kseq_rho_bounds(p, q, pr.case.K, Fraction(1, 2**20))
+        out.append(f"  {pr.case.name}: grid rho {format_fraction(exact_kseq_rho(p, q, pr.case.K))}"
+                   f", smallest valid in [{float(lo):.6f}, {float(hi):.6f}]")
+    return out

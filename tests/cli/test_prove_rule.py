@@ -67,3 +67,16 @@ def test_a_multidraft_rule_needs_a_tree_implementation(capsys) -> None:
     argv = ["prove", "--rule", "kseq", "--impl", "python:spec_verify.reference.block"]
     assert main(argv) == 2
     assert "has no verify_tree" in capsys.readouterr().err
+
+
+def test_kseq_reports_rho_as_the_grid_and_a_bracket_only() -> None:
+    from types import SimpleNamespace
+
+    from spec_verify.cli._prove import _rho_lines
+    from spec_verify.exact._multidraft import multidraft_cases
+
+    first = multidraft_cases()[0]
+    (head, line) = _rho_lines([SimpleNamespace(case=first)])
+    assert "only bracketed" in head
+    # the grid's rho (49/32) lies above the bracket of the smallest valid one: never claimed equal
+    assert line == "  multi/0: grid rho 49/32, smallest valid in [1.505924, 1.505925]"
