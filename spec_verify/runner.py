@@ -490,16 +490,25 @@ def run_checks(
 _RUN_SETTINGS = ("timeout", "budget", "budget_deadline", "capabilities", "rule")
 
 
+_UNSET = object()  # a setting the instance did not hold (its class's default showed through)
+
+
 def _settings_of(impl: Implementation) -> dict[str, Any]:
-    """The settings of ``impl`` a run changes (``_RUN_SETTINGS``), as they are now."""
-    return {setting: getattr(impl, setting) for setting in _RUN_SETTINGS if hasattr(impl, setting)}
+    """The settings of ``impl`` a run changes (``_RUN_SETTINGS``), as the instance holds them
+    now (read from its ``__dict__``: settings are data, not protocol hooks to probe for)."""
+    held = vars(impl)
+    return {setting: held.get(setting, _UNSET) for setting in _RUN_SETTINGS}
 
 
 def _restore(impl: Implementation, saved: Mapping[str, Any]) -> None:
     """Put back what ``_settings_of`` saw: an implementation a caller passed to
-    ``run_checks`` leaves it as it came."""
+    ``run_checks`` leaves it as it came (a setting it did not hold is removed again)."""
+    held = vars(impl)
     for setting, value in saved.items():
-        setattr(impl, setting, value)
+        if value is _UNSET:
+            held.pop(setting, None)
+        else:
+            held[setting] = value
 
 
 def _import_harness(tiers: Sequence[str]) -> None:
