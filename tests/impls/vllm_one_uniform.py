@@ -2,12 +2,13 @@
 request (the uniforms drawn per request, not per token): the first token's law is right, the
 second draft's acceptance is coupled to the first's."""
 
+import importlib
 from typing import Any
 
-import vllm.v1.sample.rejection_sampler as _sampler
-
-# _vllm first: it hides the CUDA builds of torchvision and friends before vLLM imports them.
 from spec_verify.adapters._vllm import SPEC_VERIFY_KERNEL, rejection_sample
+
+# After _vllm, which hides the CUDA builds of torchvision and friends from vLLM's import.
+_sampler = importlib.import_module("vllm.v1.sample.rejection_sampler")
 
 __all__ = ["SPEC_VERIFY_KERNEL", "rejection_sample"]
 
