@@ -143,3 +143,19 @@ def test_objects_of_a_dropped_implementation_say_so() -> None:
     gc.collect()
     with pytest.raises(ImplementationError, match="garbage-collected"):
         session.owner  # noqa: B018 -- the property raises
+
+
+def test_the_workers_import_limit_is_lifted_by_name_and_a_bad_value_is_refused(monkeypatch):
+    """SPEC_VERIFY_START_TIMEOUT lifts the 60 s import limit (vLLM's import alone can take
+    65 s); a value that is not a positive number of seconds is a usage error naming it."""
+    from spec_verify.adapters._python_adapter import worker_start_timeout
+    from spec_verify.errors import InvalidArgument
+
+    monkeypatch.delenv("SPEC_VERIFY_START_TIMEOUT", raising=False)
+    assert worker_start_timeout() == 60.0
+    monkeypatch.setenv("SPEC_VERIFY_START_TIMEOUT", "300")
+    assert worker_start_timeout() == 300.0
+    for bad in ("soon", "0", "-5", "inf", "nan"):
+        monkeypatch.setenv("SPEC_VERIFY_START_TIMEOUT", bad)
+        with pytest.raises(InvalidArgument, match=r"SPEC_VERIFY_START_TIMEOUT=.*positive number"):
+            worker_start_timeout()

@@ -19,7 +19,8 @@ def _one_per_request(num_tokens: int, num_draft_tokens: list[int], *args: Any) -
     uniforms = _generate(num_tokens, num_draft_tokens, *args)
     start = 0
     for n in num_draft_tokens:
-        uniforms[start:start + n] = uniforms[start]
+        if n:
+            uniforms[start:start + n] = uniforms[start]
         start += n
     return uniforms
 
