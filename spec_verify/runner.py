@@ -523,19 +523,22 @@ def _import_harness(tiers: Sequence[str]) -> None:
     import_every_module()
 
 
+# Modules of the package that are implementations, imported only by the worker that serves
+# them (never by the harness: importing vLLM takes 15-65 s and hides torchvision).
+IMPLEMENTATION_SIDE = frozenset({"spec_verify.adapters._vllm"})
 
 
 def import_every_module() -> list[str]:
     """Import every module of the installed ``spec_verify`` package; the names that could not
-    be imported (an optional extra that is not installed). Entry points (``__main__``) are
-    left out."""
+    be imported (an optional extra that is not installed). Entry points (``__main__``) and
+    the implementations in ``IMPLEMENTATION_SIDE`` are left out."""
     import pkgutil
 
     import spec_verify
 
     missing: list[str] = []
     for info in pkgutil.walk_packages(spec_verify.__path__, "spec_verify."):
-        if info.name.rsplit(".", 1)[-1] == "__main__":
+        if info.name.rsplit(".", 1)[-1] == "__main__" or info.name in IMPLEMENTATION_SIDE:
             continue
         try:
             importlib.import_module(info.name)

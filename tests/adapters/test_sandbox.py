@@ -83,10 +83,23 @@ def test_without_the_sandbox_every_attack_lands(tmp_path) -> None:
 
 def test_every_harness_module_is_imported_before_a_worker_starts() -> None:
     """A worker cannot rewrite a module the harness imports later (inside a tier)."""
-    script = ("import pkgutil, sys, spec_verify; from spec_verify.runner import _import_harness;"
-              " _import_harness(('contract',)); print(sorted(i.name for i in "
+    script = ("import pkgutil, sys, spec_verify; from spec_verify.runner import _import_harness,"
+              " IMPLEMENTATION_SIDE; _import_harness(('contract',)); print(sorted(i.name for i in "
               "pkgutil.walk_packages(spec_verify.__path__, 'spec_verify.') if i.name not in "
-              "sys.modules and not i.name.endswith('__main__')))")
+              "sys.modules and i.name not in IMPLEMENTATION_SIDE"
+              " and not i.name.endswith('__main__')))")
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=120, check=False)  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "[]"
+
+
+def test_the_harness_never_imports_an_implementation_side_module() -> None:
+    """The vLLM kernel module is the implementation (its worker imports it); the harness's
+    pre-import leaves it alone, so neither vLLM's import time nor its hiding of torchvision
+    reaches the harness."""
+    script = ("import sys; from spec_verify.runner import _import_harness, IMPLEMENTATION_SIDE;"
+              " _import_harness(('contract',)); print(sorted(IMPLEMENTATION_SIDE & set(sys.modules)))")
     run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                          timeout=120, check=False)  # fmt: skip
     assert run.returncode == 0, run.stderr
