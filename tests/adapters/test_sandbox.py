@@ -99,7 +99,8 @@ def test_the_harness_never_imports_an_implementation_side_module() -> None:
     pre-import leaves it alone, so neither vLLM's import time nor its hiding of torchvision
     reaches the harness."""
     script = ("import sys; from spec_verify.runner import _import_harness, IMPLEMENTATION_SIDE;"
-              " _import_harness(('contract',)); print(sorted(IMPLEMENTATION_SIDE & set(sys.modules)))")
+              " _import_harness(('contract',));"
+              " print(sorted(IMPLEMENTATION_SIDE & set(sys.modules)))")
     run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                          timeout=120, check=False)  # fmt: skip
     assert run.returncode == 0, run.stderr
