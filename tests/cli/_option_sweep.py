@@ -107,7 +107,7 @@ CASES = list(_cases())
 
 @contextlib.contextmanager
 def _alarm(seconds: int) -> Iterator[None]:
-    def stop(signum, frame):  # noqa: ARG001
+    def stop(signum, frame):
         raise TimeoutError(f"no usage error within {seconds} s: the bad value started work")
 
     previous = signal.signal(signal.SIGALRM, stop)
