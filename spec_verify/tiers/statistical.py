@@ -134,6 +134,22 @@ class StatisticalCheck(abc.ABC):
         return str(outcome)
 
 
+class _SequenceLawCheck(StatisticalCheck):
+    """A check whose outcomes are token sequences, with their exact law computed once by the
+    subclass (its ``_law``, a cached property), named in reports as the tokens in order."""
+
+    @property
+    @abc.abstractmethod
+    def _law(self) -> dict[Sample, float]:
+        """Each sequence with its exact probability under the target."""
+
+    def probabilities(self) -> dict[Sample, float]:
+        return dict(self._law)
+
+    def label(self, outcome: Sample) -> str:
+        return " ".join(str(t) for t in outcome)  # type: ignore[attr-defined]
+
+
 def _logits_from(dist: Sequence[Fraction]) -> NDArray[np.float64]:
     """Logits whose temperature-1 softmax is ``dist`` (``log p``, ``-inf`` for zeros)."""
     with np.errstate(divide="ignore"):
@@ -247,7 +263,7 @@ class AcceptanceRateCheck(StatisticalCheck):
 
 
 @dataclass(frozen=True)
-class SequenceCheck(StatisticalCheck):
+class SequenceCheck(_SequenceLawCheck):
     """The emitted tuple of a round with two drafts follows its exact law (by enumeration).
 
     Target and draft are exact tables over ``V`` tokens (a distribution after every prefix,
@@ -292,12 +308,6 @@ class SequenceCheck(StatisticalCheck):
         target, draft = self._tables
         law = exact_round(target.__getitem__, draft.__getitem__, (), self.m)
         return {seq: float(prob) for seq, prob in sorted(law.items()) if prob}
-
-    def probabilities(self) -> dict[Sample, float]:
-        return dict(self._law)
-
-    def label(self, outcome: Sample) -> str:
-        return " ".join(str(t) for t in outcome)  # type: ignore[attr-defined]
 
     def start(
         self, impl: Implementation, harness: np.random.Generator, seeds: np.random.SeedSequence
@@ -384,7 +394,7 @@ T = TypeVar("T")
 
 
 @dataclass(frozen=True)
-class GenerationCheck(StatisticalCheck):
+class GenerationCheck(_SequenceLawCheck):
     """End to end: the first ``length`` tokens of ``speculative_generate`` follow the target.
 
     The target is the bundled toy ``BagLM`` (seed 11, V = 8); the exact joint of its first
@@ -428,12 +438,6 @@ class GenerationCheck(StatisticalCheck):
             law = grown
         return dict(sorted(law.items()))
 
-    def probabilities(self) -> dict[Sample, float]:
-        return dict(self._law)
-
-    def label(self, outcome: Sample) -> str:
-        return " ".join(str(t) for t in outcome)  # type: ignore[attr-defined]
-
     def start(
         self, impl: Implementation, harness: np.random.Generator, seeds: np.random.SeedSequence
     ) -> _Sampler:
@@ -472,7 +476,7 @@ def _continued(
 
 
 @dataclass(frozen=True)
-class TreeCheck(StatisticalCheck):
+class TreeCheck(_SequenceLawCheck):
     """One round of tree verification, continued with the target, follows the target's law.
 
     The harness draws the draft tree's tokens as ``rule`` says (a node's children i.i.d. from
@@ -557,12 +561,6 @@ class TreeCheck(StatisticalCheck):
         target, _ = self._tables
         full = extend_to(self._round_law, target.__getitem__, (), self.length)
         return {seq: float(prob) for seq, prob in sorted(full.items()) if prob}
-
-    def probabilities(self) -> dict[Sample, float]:
-        return dict(self._law)
-
-    def label(self, outcome: Sample) -> str:
-        return " ".join(str(t) for t in outcome)  # type: ignore[attr-defined]
 
     def _outcome(
         self, emitted: Sequence[int], tail: NDArray[np.float64],
@@ -680,7 +678,7 @@ class TreeAcceptanceCheck(TreeCheck):
 
 
 @dataclass(frozen=True)
-class OwnStreamCheck(StatisticalCheck):
+class OwnStreamCheck(_SequenceLawCheck):
     """``propose_and_verify``: the implementation draws the ``k`` drafts itself from the draft
     rows it is given, with its own generator, and verifies them; everything the round emits,
     continued with the target's own draws to ``k + 1`` tokens, follows the target's law.
@@ -709,12 +707,6 @@ class OwnStreamCheck(StatisticalCheck):
         from spec_verify.tiers._own_stream import product_law
 
         return {seq: float(prob) for seq, prob in product_law(self.target).items()}
-
-    def probabilities(self) -> dict[Sample, float]:
-        return dict(self._law)
-
-    def label(self, outcome: Sample) -> str:
-        return " ".join(str(t) for t in outcome)  # type: ignore[attr-defined]
 
     def start(
         self, impl: Implementation, harness: np.random.Generator, seeds: np.random.SeedSequence
