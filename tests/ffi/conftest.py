@@ -31,6 +31,10 @@ C_LIBS = (
     "crash_at_load",
     "sampled_only",
     "caps_tree_mismatch",
+    "caps_block_claimed",
+    "caps_block_unclaimed",
+    "caps_sampler_match_claimed",
+    "caps_sampler_match_unclaimed",
 )
 PLANTED_BUGS = (
     "bug_resample_before_accept",

@@ -68,6 +68,45 @@ def test_a_declaration_that_contradicts_the_symbols_is_refused(c_libs):
         load_implementation(f"ffi:{c_libs['caps_tree_mismatch']}")
 
 
+# Bits 8 and 9 against their optional chain symbols, both ways: (library, what is said).
+_RULE_BIT_MISMATCHES = [
+    ("caps_block_claimed", "SV_CAP_VERIFY_BLOCK is set but the library does not export "
+     "sv_verify_block"),
+    ("caps_block_unclaimed", "SV_CAP_VERIFY_BLOCK is clear but the library exports "
+     "sv_verify_block"),
+    ("caps_sampler_match_claimed", "SV_CAP_VERIFY_SAMPLER_MATCH is set but the library does "
+     "not export sv_verify_sampler_match"),
+    ("caps_sampler_match_unclaimed", "SV_CAP_VERIFY_SAMPLER_MATCH is clear but the library "
+     "exports sv_verify_sampler_match"),
+]
+
+
+@pytest.mark.parametrize(("name", "said"), _RULE_BIT_MISMATCHES)
+def test_a_rule_bit_that_contradicts_its_symbol_is_refused(c_libs, name, said):
+    with pytest.raises(UnknownImplementation) as info:
+        load_implementation(f"ffi:{c_libs[name]}")
+    message = str(info.value)
+    assert said in message, message
+    cap = said.split()[0]
+    assert f"set {cap} exactly when" in message, message  # the fix, naming the bit
+
+
+@pytest.mark.parametrize(("name", "said"), _RULE_BIT_MISMATCHES[:2])
+def test_check_reports_a_rule_bit_mismatch_as_the_failed_load(c_libs, capsys, name, said):
+    """As every library that cannot be loaded (ARCHITECTURE.md, run phase 1): one failed
+    ``load/load`` check whose line names the bit, the symbol and the fix; no tier runs."""
+    from spec_verify.cli._main import main
+    from spec_verify.results import ExitCode
+
+    code = main(["check", "--impl", f"ffi:{c_libs[name]}", "--tier", "contract"])
+    out = capsys.readouterr().out
+    assert code == ExitCode.FAILED, out
+    [line] = [row for row in out.splitlines() if row.startswith("FAIL load/load: ")]
+    cap = said.split()[0]
+    assert said in line and f"set {cap} exactly when" in line, line
+    assert "contract/" not in out
+
+
 def test_declared_capabilities_decide_what_applies(c_libs):
     from spec_verify.runner import run_checks
 

@@ -65,15 +65,17 @@ int32_t sv_speculative_step(const double* p, const double* q, int64_t V, int64_t
     return SV_OK;
 }
 
-/* The ABI's verify_draft signature, for the libraries that define their own. */
-#define SV_VERIFY_DRAFT_SIGNATURE                                                              \
-    int32_t sv_verify_draft(const double* target_logits, int64_t m, int64_t V,                 \
-                            const int64_t* draft_ids, const double* draft_probs,               \
-                            const sv_sampling_params* params, const int64_t* history,          \
-                            int64_t n_history, const int64_t* prompt, int64_t n_prompt,        \
-                            sv_uniform_fn uniform, void* uniform_ctx, uint64_t pcg_seed,       \
-                            int64_t* out_ids, int64_t out_capacity, int64_t* out_n_emitted,    \
-                            int64_t* out_n_accepted)
+/* The ABI's chain signature (sv_verify_draft's, and the optional sv_verify_block's and
+ * sv_verify_sampler_match's), for the libraries that define their own. */
+#define SV_CHAIN_SIGNATURE(name)                                                               \
+    int32_t name(const double* target_logits, int64_t m, int64_t V,                            \
+                 const int64_t* draft_ids, const double* draft_probs,                          \
+                 const sv_sampling_params* params, const int64_t* history,                     \
+                 int64_t n_history, const int64_t* prompt, int64_t n_prompt,                   \
+                 sv_uniform_fn uniform, void* uniform_ctx, uint64_t pcg_seed,                  \
+                 int64_t* out_ids, int64_t out_capacity, int64_t* out_n_emitted,               \
+                 int64_t* out_n_accepted)
+#define SV_VERIFY_DRAFT_SIGNATURE SV_CHAIN_SIGNATURE(sv_verify_draft)
 #define SV_IGNORE_VERIFY_DRAFT_ARGS                                                            \
     (void)target_logits; (void)m; (void)V; (void)draft_ids; (void)draft_probs; (void)params;   \
     (void)history; (void)n_history; (void)prompt; (void)n_prompt; (void)uniform;               \
