@@ -20,7 +20,7 @@ import signal
 import sys
 from typing import Any, TextIO
 
-from spec_verify.cli._json_out import add_json_option, text_stream
+from spec_verify.cli._json_out import add_json_option, folder_problem, text_stream
 from spec_verify.cli._usage import EXIT_CODES_IN_ONE_LINE
 from spec_verify.results import ExitCode
 from spec_verify.seeds import DrawnSeed, seed_option
@@ -180,6 +180,9 @@ def _usage_problem(args: argparse.Namespace) -> str | None:
         return (
             f"--budget {args.budget:g}: must be a positive number of seconds (e.g. --budget 600)"
         )
+    plots = folder_problem("--plots", args.plots)
+    if plots is not None:
+        return plots
     both = sorted(set(args.capability) & set(args.no_capability))
     if both:
         return (

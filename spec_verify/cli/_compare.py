@@ -19,6 +19,7 @@ from typing import Any
 from spec_verify.cli._json_out import (
     add_json_option,
     emit_json,
+    folder_problem,
     json_problem,
     text_stream,
     versioned,
@@ -33,6 +34,8 @@ _OPTION_BY_ARGUMENT = {
     "length": "--length",
     "vocab_size": "--vocab",
     "family_alpha": "--alpha",
+    "alpha": "--alpha",
+    "workers": "--workers",
     "delta": "--delta",
     "power": "--power",
     "timeout": "--timeout",
@@ -112,7 +115,10 @@ def run(args: argparse.Namespace) -> int:
     from spec_verify.errors import InvalidArgument
     from spec_verify.results import ExitCode
 
-    problem = json_problem(args.json)
+    problem = json_problem(args.json) or folder_problem("--plots", args.plots)
+    if problem is None and args.workers is not None and args.workers < 1:
+        problem = (f"--workers {args.workers}: must be an integer >= 1 (worker processes); "
+                   "leave it out for one per CPU")
     if problem is not None:
         print(f"spec-verify compare: error: {problem}", file=sys.stderr)
         return int(ExitCode.USAGE_ERROR)

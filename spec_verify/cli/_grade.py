@@ -95,6 +95,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def run(args: argparse.Namespace) -> int:  # noqa: PLR0911 (one return per exit code)
     """Grade, print the table, write the requested reports; 0 when graded and high enough."""
     from spec_verify.adapters._process import REPORT_FOLDERS
+    from spec_verify.cli._usage import usage_line
     from spec_verify.errors import InvalidArgument
     from spec_verify.mutants.grader import grade
     from spec_verify.mutants.reports import terminal_report
@@ -105,6 +106,10 @@ def run(args: argparse.Namespace) -> int:  # noqa: PLR0911 (one return per exit 
         if not args.quiet:
             print(line, file=sys.stderr, flush=True)
 
+    shared = grading_options_problem("grade", args, mutants)
+    if shared is not None:
+        print(shared, file=sys.stderr)
+        return ExitCode.USAGE_ERROR
     if args.submissions:
         return _batch(args, mutants, progress)
     problem = _usage_problem(args)
@@ -127,7 +132,7 @@ def run(args: argparse.Namespace) -> int:  # noqa: PLR0911 (one return per exit 
             allow_unsealed=args.allow_unsealed, catalogue=args.catalogue,
         )
     except InvalidArgument as error:
-        print(f"spec-verify grade: error: {error}", file=sys.stderr)
+        print(usage_line("grade", error, OPTION_BY_ARGUMENT), file=sys.stderr)
         return ExitCode.USAGE_ERROR
     except _Terminated:
         print("spec-verify grade: interrupted by SIGTERM; no report was written",
@@ -155,10 +160,42 @@ def _on_sigterm(signum: int, frame: Any) -> None:
     raise _Terminated
 
 
+# The grader's argument names as the command line spells them.
+OPTION_BY_ARGUMENT = {
+    "jobs": "--jobs", "timeout_factor": "--timeout-factor", "min_timeout": "--min-timeout",
+    "clean_timeout": "--clean-timeout", "decoys": "--decoys", "repeats": "--repeats",
+    "confirmations": "--confirmations", "clean_reruns": "--clean-reruns",
+    "mutants": "--mutants", "mutant": "--mutants", "catalogue": "--catalogue",
+}
+
+
+def grading_options_problem(command: str, args: argparse.Namespace,
+                            mutants: list[str] | None) -> str | None:
+    """The grader's own rules for the options ``grade`` and ``gradescope-bundle`` share,
+    applied before any run (one usage line naming the option), or None."""
+    from spec_verify.cli._usage import usage_line
+    from spec_verify.errors import InvalidArgument
+    from spec_verify.mutants.grader import _check_options, _selected
+
+    jobs = getattr(args, "jobs", None)
+    try:
+        _check_options(1 if jobs is None else jobs, args.timeout_factor, args.min_timeout,
+                       args.clean_timeout, args.decoys, args.repeats, args.confirmations,
+                       args.clean_reruns)
+        if mutants is not None and args.catalogue is None:  # with one, the grader checks
+            _selected(mutants)
+    except InvalidArgument as error:
+        return usage_line(command, error, OPTION_BY_ARGUMENT)
+    return None
+
+
 def _usage_problem(args: argparse.Namespace) -> str | None:
     """What is wrong with the options of a single grade, found before any run, or None."""
     if args.csv:
         return "--csv needs --submissions"
+    if not 0 <= args.fail_under <= 100:
+        return (f"--fail-under {args.fail_under:g}: must be a percentage in [0, 100]; e.g. "
+                "--fail-under 80")
     for option, target in (("--json", args.json), ("--gradescope", args.gradescope),
                            ("--junit", args.junit), ("--html", args.html)):  # fmt: skip
         problem = json_problem(target, option)
@@ -197,6 +234,7 @@ def _write_reports(args: argparse.Namespace, result: Any) -> bool:
 def _batch(args: argparse.Namespace, mutants: list[str] | None,
            progress: Callable[[str], None]) -> int:
     """``--submissions``: grade every submission folder; the table and the CSV."""
+    from spec_verify.cli._usage import usage_line
     from spec_verify.errors import InvalidArgument
     from spec_verify.mutants.batch import grade_submissions, summary_table, write_csv
 
@@ -208,7 +246,7 @@ def _batch(args: argparse.Namespace, mutants: list[str] | None,
             confirmations=args.confirmations, clean_reruns=args.clean_reruns,
             allow_unsealed=args.allow_unsealed, catalogue=args.catalogue)
     except InvalidArgument as error:
-        print(f"spec-verify grade: error: {error}", file=sys.stderr)
+        print(usage_line("grade", error, OPTION_BY_ARGUMENT), file=sys.stderr)
         return ExitCode.USAGE_ERROR
     print(summary_table(rows), end="")
     if args.csv:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from spec_verify.results import ExitCode
 
@@ -53,11 +54,29 @@ def run(args: argparse.Namespace) -> int:
         "timeout_factor": args.timeout_factor, "min_timeout": args.min_timeout,
         "clean_timeout": args.clean_timeout,
     }
+    from spec_verify.cli._grade import grading_options_problem
+
+    problem = grading_options_problem("gradescope-bundle", args, options["mutants"])
+    if problem is None and args.source is not None and not (
+            Path(args.source, "pyproject.toml").is_file()):
+        problem = (f"spec-verify gradescope-bundle: error: --source {args.source!r}: is not a "
+                   "spec-verify checkout (no pyproject.toml there); give the checkout's folder, "
+                   "or leave --source out")
+    if problem is not None:
+        print(problem, file=sys.stderr)
+        return ExitCode.USAGE_ERROR
     try:
         bundle = write_bundle(args.folder, options, source=args.source,
                               catalogue=args.catalogue)
-    except (InvalidArgument, OSError) as error:
-        print(f"spec-verify gradescope-bundle: error: {error}", file=sys.stderr)
+    except InvalidArgument as error:
+        from spec_verify.cli._grade import OPTION_BY_ARGUMENT
+        from spec_verify.cli._usage import usage_line
+
+        print(usage_line("gradescope-bundle", error, OPTION_BY_ARGUMENT), file=sys.stderr)
+        return ExitCode.USAGE_ERROR
+    except OSError as error:
+        print(f"spec-verify gradescope-bundle: error: FOLDER {args.folder!r}: {error}",
+              file=sys.stderr)
         return ExitCode.USAGE_ERROR
     print(f"wrote {bundle} (upload it as the autograder of the assignment)")
     return ExitCode.PASSED

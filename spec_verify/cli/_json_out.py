@@ -22,8 +22,8 @@ from typing import Any, TextIO
 from spec_verify.results import ExitCode, versioned
 
 __all__ = [
-    "STDOUT", "add_json_option", "atomic_write", "emit_json", "is_mount_point", "json_problem",
-    "report_path_problem", "text_stream", "versioned", "write_json",
+    "STDOUT", "add_json_option", "atomic_write", "emit_json", "folder_problem", "is_mount_point",
+    "json_problem", "report_path_problem", "text_stream", "versioned", "write_json",
 ]  # fmt: skip
 
 STDOUT = "-"
@@ -82,16 +82,44 @@ def report_path_problem(option: str, target: str) -> str | None:  # noqa: PLR091
             if is_mount_point(path):
                 return (f"{option} {target!r}: is a mount point (a file is mounted over it); "
                         f"{_RULE}: unmount it or {fix}")
-        parent = path.absolute().parent
-        for folder in (parent, *parent.parents):
-            if folder.exists():
-                if not folder.is_dir():
-                    return (f"{option} {target!r}: {str(folder)!r} is a file, not a folder; "
-                            f"{_RULE}: {fix}")
-                break
+        return _ancestor_problem(option, target, path.absolute().parent, _RULE, fix)
     except OSError as exc:  # a name too long, a symlink loop
         return f"{option} {target!r}: cannot be used as a file name ({exc.strerror or exc})"
     return None
+
+
+def _ancestor_problem(option: str, target: str, parent: Path, rule: str, fix: str) -> str | None:
+    """The first existing folder above ``target`` must be a folder this process can write (the
+    missing ones are created there)."""
+    for folder in (parent, *parent.parents):
+        if folder.exists():
+            if not folder.is_dir():
+                return (f"{option} {target!r}: {str(folder)!r} is a file, not a folder; "
+                        f"{rule}: {fix}")
+            if not os.access(folder, os.W_OK | os.X_OK):
+                return (f"{option} {target!r}: the folder {str(folder)!r} cannot be written "
+                        f"here; {rule}: {fix} in a folder you can write")
+            break
+    return None
+
+
+def folder_problem(option: str, target: str | None) -> str | None:
+    """Why ``target`` cannot be an output folder (``--plots DIR``), or None: it must be a
+    folder or a new name whose first existing parent is a folder this process can write."""
+    if target is None:
+        return None
+    rule, fix = "an output folder must be a folder or a new name", "give a folder such as plots"
+    path = Path(target).expanduser()
+    try:
+        if path.exists():
+            if not path.is_dir():
+                return f"{option} {target!r}: is not a folder; {rule}: {fix}"
+            if not os.access(path, os.W_OK | os.X_OK):
+                return f"{option} {target!r}: cannot be written here; {rule}: {fix}"
+            return None
+        return _ancestor_problem(option, target, path.absolute().parent, rule, fix)
+    except OSError as exc:
+        return f"{option} {target!r}: cannot be used as a folder name ({exc.strerror or exc})"
 
 
 def _kind(mode: int) -> str:

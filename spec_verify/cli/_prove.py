@@ -125,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
     except InvalidArgument as error:
         from spec_verify.cli._usage import usage_line
 
-        print(usage_line("prove", error, {"impl": "--impl"}), file=sys.stderr)
+        print(usage_line("prove", error, {"impl": "--impl", "case": "--case"}), file=sys.stderr)
         return ExitCode.USAGE_ERROR
 
 
@@ -158,8 +158,12 @@ def _run(args: argparse.Namespace) -> int:
         if args.p is None or args.q is None:
             raise InvalidArgument("--p/--q", (args.p, args.q), "give both")
         return _given(args)
-    if args.x is not None or args.p_next is not None:
-        raise InvalidArgument("--x", args.x, "only applies with --p and --q")
+    if args.x is not None:
+        raise InvalidArgument("--x", args.x, "only applies with --p and --q",
+                              "give --p and --q, or drop --x")
+    if args.p_next is not None:
+        raise InvalidArgument("--p-next", args.p_next, "only applies with --p and --q",
+                              "give --p and --q, or drop --p-next")
     if args.case:
         return _case(args)
     return _theorems(args)
