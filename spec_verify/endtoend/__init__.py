@@ -35,6 +35,7 @@ from spec_verify.endtoend._sampler import (
     SamplerCaseResult,
     SamplerCheckResult,
     check_sampler,
+    propose_cases,
     sampler_cases,
 )
 
@@ -57,6 +58,7 @@ __all__ = [
     "draw_sequences",
     "law_required_samples",
     "law_test",
+    "propose_cases",
     "sampler_cases",
     "seeds_for",
     "sequence_law",

@@ -18,6 +18,16 @@ The distributions are handed over in the dtype the sampler computes in (``float6
 probabilities underflow in float16 (entries below 6e-8, the smallest float16 subnormal) are
 generated on purpose: a ratio ``p/q`` with ``q`` rounded to 0 must not become NaN or garbage.
 The dtype is named in every case's result.
+
+``shape="propose_and_verify"`` is the round an engine runs on its own stream (CONTRACT.md
+section 14): ``sampler(target_probs, draft_probs, n, seed)`` gets the target's ``(k + 1, V)``
+rows and the draft's ``(k, V)`` rows (row ``i`` for the ``i``-th position, whatever came
+before), draws the ``k`` drafts itself from the draft rows with its own generator, verifies
+them, and returns what ``n`` rounds emitted. Each of its cases (``propose_cases``) is sized
+for the TV that noise shared between the draft and the verifier has on its rows (vLLM PR
+#47386, fixed in #54282: 4/91 and 0.15, computed exactly by
+``spec_verify.tiers._own_stream.coupled_law``; planned at 0.04 and 0.14), whatever larger
+``delta`` is asked.
 """
 
 from __future__ import annotations
@@ -43,12 +53,14 @@ __all__ = [
     "SamplerCaseResult",
     "SamplerCheckResult",
     "check_sampler",
+    "propose_cases",
     "sampler_cases",
 ]
 
 _NUMPY_DTYPES = ("float64", "float32", "float16")
 _TORCH_DTYPES = ("float32", "float16", "bfloat16")
-Sampler = Callable[["SamplerCase", int, int], Any]
+Sampler = Callable[..., Any]
+_SHAPES = ("rounds", "propose_and_verify")
 
 
 @dataclass(frozen=True)
@@ -68,6 +80,7 @@ class SamplerCase:
     dtype: str
     backend: str
     context_free: bool
+    planned_delta: float = 0.0  # the TV of the bug the case is sized for (0: the run's delta)
 
     @property
     def vocab_size(self) -> int:
@@ -170,6 +183,34 @@ _IN_CONTEXT = [
 ]
 
 
+def propose_cases(dtype: str = "float64", backend: str = "numpy") -> list[SamplerCase]:
+    """The cases of ``shape="propose_and_verify"``: rows fixed per position (the target's row
+    ``i`` after any ``i`` tokens), each with the TV of noise coupling it is planned for."""
+    convert = _converter(dtype, backend)
+    cases = []
+    for name, text, target, draft, planned in _PROPOSE:
+        k = len(draft)
+        V = len(target[0])
+        rows = [convert(row) for row in target]
+        q_rows = [convert(row) for row in draft]
+        cases.append(SamplerCase(
+            name, text, {pre: rows[len(pre)] for pre in _prefixes(V, k)},
+            {pre: q_rows[len(pre)] for pre in _prefixes(V, k - 1)}, k, dtype, backend, False,
+            planned,
+        ))  # fmt: skip
+    return cases
+
+
+_PROPOSE = [
+    ("own_stream_v3_k2", "V = 3, two drafts, rows per position (statistical/own_stream's); "
+     "noise coupling moves three tokens' law by TV 4/91",
+     [[5 / 13, 4 / 13, 4 / 13], [1 / 4, 5 / 8, 1 / 8], [1 / 4, 1 / 3, 5 / 12]],
+     [[3 / 7, 2 / 7, 2 / 7], [3 / 10, 3 / 10, 2 / 5]], 0.04),
+    ("seed_v5_k2", "the seed's V = 5 rows at both positions, two drafts; noise coupling: "
+     "TV 0.15", [[0.4, 0.3, 0.15, 0.1, 0.05]] * 3, [[0.1, 0.2, 0.3, 0.2, 0.2]] * 2, 0.14),
+]  # fmt: skip
+
+
 def _prefixes(V: int, depth: int) -> list[tuple[int, ...]]:
     return [p for d in range(depth + 1) for p in itertools.product(range(V), repeat=d)]
 
@@ -209,6 +250,7 @@ def check_sampler(
     delta: float = 0.1,
     power: float = 0.99,
     seed: int = 0,
+    shape: str = "rounds",
 ) -> SamplerCheckResult:
     """Test ``sampler(case, n, seed) -> what n rounds emitted`` on every case.
 
@@ -224,21 +266,31 @@ def check_sampler(
             tokens is at TV ``delta`` from the target's with probability ``power`` (``n`` from
             ``required_samples`` over the law's support, at the case's Holm share).
         seed: case ``i`` gets ``seed + i``; the continuation draws use their own stream.
+        shape: ``"rounds"`` (above) or ``"propose_and_verify"``: the sampler is called as
+            ``sampler(target_probs, draft_probs, n, seed)`` with ``(k + 1, V)`` and ``(k, V)``
+            rows per position (``propose_cases``), drafts itself and returns the same;
+            each case's ``n`` is planned at ``min(delta, case.planned_delta)``.
 
     Returns:
         A ``SamplerCheckResult``; a sampler that raises or returns garbage fails its case
         (named in ``message``), it does not raise here.
     """
     family_alpha = check_open_unit("family_alpha", family_alpha)
-    cases = sampler_cases(dtype, backend)
+    if shape not in _SHAPES:
+        raise InvalidArgument("shape", shape, f"must be one of {_SHAPES}",
+                              "shape='propose_and_verify' for a sampler that drafts itself")
+    propose = shape == "propose_and_verify"
+    cases = propose_cases(dtype, backend) if propose else sampler_cases(dtype, backend)
     per_case = family_alpha / len(cases)
     results: list[tuple[SamplerCase, int, GofResult | None, str, float]] = []
     for index, case in enumerate(cases):
         rows = _rows_as_seen(case)
         law = _joint_law(rows, case.vocab_size, case.draft_length + 1)
-        n = required_samples(max(int(np.count_nonzero(law)), 2), per_case, delta, power)
+        planned = min(delta, case.planned_delta) if case.planned_delta else delta
+        n = required_samples(max(int(np.count_nonzero(law)), 2), per_case, planned, power)
         try:
-            rounds = _rounds(sampler(case, n, seed + index), n, case)
+            args = _positional(case) if propose else (case,)
+            rounds = _rounds(sampler(*args, n, seed + index), n, case)
         except _BadOutput as error:
             results.append((case, n, None, str(error), 0.0))
             continue
@@ -267,7 +319,8 @@ def check_sampler(
         message = (
             f"every case follows the target's joint law of everything a round emits "
             f"({len(cases)} cases, {dtype} on {backend}, family alpha {family_alpha:g}; "
-            f"TV {delta:g} detected with power {power:g})"
+            f"TV {delta:g} detected with power {power:g}"
+            + ("; each case at least at its noise-coupling TV)" if propose else ")")
         )
         if all(c.mean_emitted == 1.0 for c in case_results):
             message += (
@@ -291,6 +344,18 @@ def check_sampler(
 
 class _BadOutput(Exception):
     pass
+
+
+def _positional(case: SamplerCase) -> tuple[Any, Any]:
+    """A per-position case's rows as ``(k + 1, V)`` target and ``(k, V)`` draft arrays."""
+    k = case.draft_length
+    target = [case.target_row((0,) * i) for i in range(k + 1)]
+    draft = [case.draft_row((0,) * i) for i in range(k)]
+    if case.backend == "torch":
+        import torch
+
+        return torch.stack(target), torch.stack(draft)
+    return np.stack(target), np.stack(draft)
 
 
 def _rows_as_seen(case: SamplerCase) -> dict[tuple[int, ...], npt.NDArray[np.float64]]:
