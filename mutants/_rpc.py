@@ -12,10 +12,10 @@ builtins in ``BUILTINS`` on a reference go back to that side.
 
 One conversation, strictly alternating: a side sends a request and serves the peer's nested
 requests (callbacks) until its own reply arrives. Frames are ``spec_verify.ipc.frames``'s
-buffered fast path (JSON header plus one raw byte blob for every array, bytes and scalar of
-the message; never pickle); errors are ``spec_verify.ipc.errors``. A side never sends code,
-tracebacks or source: an exception travels as its type, its arguments and its public
-attributes.
+buffered fast path (JSON header plus raw arrays; never pickle); values and exceptions are
+``spec_verify.ipc.codec``'s wide schema; errors are ``spec_verify.ipc.errors``. A side never
+sends code, tracebacks or source: an exception travels as its type, its arguments and its
+public attributes.
 
 What a peer may ask of the *serving* side is limited (``Endpoint.restricted``): no attribute
 whose name starts with ``_`` (so no ``__code__``, ``__globals__``, ``__loader__``, module
@@ -24,35 +24,37 @@ internals), only the builtins of ``BUILTINS``.
 
 from __future__ import annotations
 
-import builtins
 import copy
-import math
 import operator
-import re
 import socket
 import threading
 from collections.abc import Callable, Mapping
-from fractions import Fraction
 from typing import Any
 
-import numpy as np
-
+from spec_verify.ipc.codec import (
+    NotData,
+    decode_error,
+    decode_value,
+    encode_error,
+    encode_value,
+    register_value,
+    text_of,
+)
 from spec_verify.ipc.errors import (
     FrameError,
     FrameTooLarge,
     PeerClosed,
     ProtocolError,
     RemoteError,
+    WireError,
 )
-from spec_verify.ipc.frames import BlobReader, encode_blob_frame
+from spec_verify.ipc.frames import BufferedReader, encode_frame
 
 __all__ = [
     "BUILTINS", "Endpoint", "FrameError", "FrameTooLarge", "PeerClosed", "ProtocolError",
     "Remote", "RemoteError", "pickle_handle",
 ]
 
-_MAX_ITEMS = 1 << 20  # elements of one container, either way
-_DTYPE = re.compile(r"[<>|=][biufc][0-9]{1,2}")
 
 
 def _call(function: Any, *args: Any, **kwargs: Any) -> Any:
@@ -78,21 +80,6 @@ DUNDERS: Mapping[str, str] = {
     "__ge__": "ge", "__call__": "call", "__int__": "int", "__float__": "float",
     "__index__": "index",
 }
-
-_SAFE_EXCEPTION_MODULES = ("builtins", "dataclasses", "numpy")
-
-# Types that travel by value, by name: numpy's scalar types of plain dtypes (``np.float16``,
-# ``np.int64``, ``np.bool_``: what a suite passes as a dtype) and the builtin value types. Both
-# sides hold the same table, so a name never names anything else; every other type is a handle.
-_TYPES_BY_NAME: Mapping[str, type] = {
-    **{f"numpy.{np.dtype(code).type.__name__}": np.dtype(code).type
-       for code in "?bBhHiIlLqQefdgFDG"},
-    **{f"builtins.{kind.__name__}": kind
-       for kind in (bool, int, float, complex, str, bytes, list, tuple, dict, set, frozenset,
-                    object)},
-}
-_TYPES_BY_VALUE: Mapping[type, str] = {kind: name for name, kind in _TYPES_BY_NAME.items()}
-
 
 class Remote:
     """A generic handle on an object of the peer (one without a richer proxy class)."""
@@ -213,7 +200,7 @@ class Endpoint:
                  exception_key: Callable[[type[BaseException]], str | None] | None = None,
                  ) -> None:
         self.sock = sock
-        self._frames = BlobReader(sock)
+        self._frames = BufferedReader(sock)
         self.restricted = restricted
         self._make_proxy = make_proxy or _make_remote
         self._class_key = class_key or (lambda value: None)
@@ -286,199 +273,90 @@ class Endpoint:
 
     # ---- values --------------------------------------------------------------------------
 
-    def encode(self, value: Any, blob: bytearray, depth: int = 0) -> Any:  # noqa: PLR0911
-        """``value`` as JSON data, raw bytes appended to ``blob``."""
-        if depth > 12:
-            raise ProtocolError("a value nests more than 12 levels deep: send it flatter")
-        kind = type(value)
-        if value is None or kind in (bool, str):
-            return value
-        if kind is int:
-            return value if -(2**63) <= value < 2**64 else {"t": "int", "v": str(value)}
-        if kind is float:
-            return value if math.isfinite(value) else {"t": "float", "v": repr(value)}
-        if kind in (list, tuple, set, frozenset):
-            if len(value) > _MAX_ITEMS:
-                raise ProtocolError(f"a {kind.__name__} of {len(value)} items is too long")
-            items = [self.encode(v, blob, depth + 1) for v in value]
-            return items if kind is list else {"t": kind.__name__, "v": items}
-        if kind is dict:
-            if len(value) > _MAX_ITEMS:
-                raise ProtocolError(f"a dict of {len(value)} items is too long")
-            return {"t": "dict", "k": [self.encode(k, blob, depth + 1) for k in value],
-                    "v": [self.encode(v, blob, depth + 1) for v in value.values()]}
-        if kind is np.ndarray and value.dtype.kind in "biufc" and not value.dtype.hasobject:
-            data = np.ascontiguousarray(value)
-            start = len(blob)
-            blob += data.tobytes()
-            return {"t": "array", "d": data.dtype.str, "s": list(data.shape), "o": start,
-                    "n": data.nbytes}
-        if isinstance(value, np.generic) and value.dtype.kind in "biufc":
-            start = len(blob)
-            blob += value.tobytes()
-            return {"t": "scalar", "d": value.dtype.str, "o": start, "n": value.nbytes}
-        if (kind is type and value in _TYPES_BY_VALUE) or (
-                isinstance(value, np.dtype) and _DTYPE.fullmatch(value.str)):
-            # numpy dtypes and scalar types, and the builtin value types, are values: the
-            # reference calls ``np.dtype(x)`` on what a suite passes (``new_cache(np.float16)``)
-            # and a suite compares what comes back with ``np.float32``; a handle would be
-            # neither (the peer's numpy cannot convert a handle on this side's type)
-            return {"t": "type", "v": _TYPES_BY_VALUE[value]} if kind is type else {
-                "t": "dtype", "d": value.str}
-        if kind is bytes:
-            start = len(blob)
-            blob += value
-            return {"t": "bytes", "o": start, "n": len(value)}
-        if kind is range:
-            return {"t": "range", "v": [value.start, value.stop, value.step]}
-        if kind is complex:
-            return {"t": "complex", "v": [repr(value.real), repr(value.imag)]}
-        if kind is Fraction:
-            return {"t": "fraction", "v": [str(value.numerator), str(value.denominator)]}
-        if kind is slice:
-            return {"t": "slice", "v": [self.encode(v, blob, depth + 1)
-                                        for v in (value.start, value.stop, value.step)]}
-        if value is Ellipsis:
-            return {"t": "ellipsis"}
-        if kind is _MethodMarker:
-            return {"t": "method"}
+    def encode(self, value: Any, arrays: dict[str, Any]) -> Any:
+        """``value`` as JSON data (the codec's wide schema), its arrays put in ``arrays``."""
+        try:
+            return encode_value(value, arrays, self._export_tag, wide=True)
+        except NotData as exc:  # too deep or too long: this request's failure, not the stream's
+            raise ProtocolError(str(exc)) from None
+
+    def _export_tag(self, value: Any) -> dict[str, Any]:
         number = self.peer_id(value)
         if number is not None:
-            return {"t": "yours", "id": number}
-        return {"t": "mine", "id": self.export(value), "c": self._class_key(value)}
+            return {"$o": number}
+        return {"$h": [self.export(value), self._class_key(value)]}
 
-    def decode(self, data: Any, blob: memoryview, depth: int = 0) -> Any:  # noqa: PLR0911
+    def decode(self, data: Any, arrays: dict[str, Any]) -> Any:
         """The value ``data`` (from ``encode`` on the peer) stands for."""
-        if depth > 40:
-            raise ProtocolError("a value nests too deep")
-        if data is None or isinstance(data, (bool, int, float, str)):
-            return data
-        if isinstance(data, list):
-            return [self.decode(v, blob, depth + 1) for v in data]
-        if not isinstance(data, dict):
-            raise ProtocolError(f"unexpected value {data!r:.60}")
-        tag = data.get("t")
-        items = data.get("v")
-        if tag in ("tuple", "set", "frozenset"):
-            values = [self.decode(v, blob, depth + 1) for v in _list(items)]
-            return {"tuple": tuple, "set": set, "frozenset": frozenset}[tag](values)
-        if tag == "dict":
-            keys = [self.decode(k, blob, depth + 1) for k in _list(data.get("k"))]
-            values = [self.decode(v, blob, depth + 1) for v in _list(items)]
-            if len(keys) != len(values):
-                raise ProtocolError("a dict's keys and values differ in number")
-            return dict(zip(keys, values, strict=True))
-        if tag in ("array", "scalar", "bytes"):
-            return _raw(tag, data, blob)
-        if tag == "int":
-            return int(str(items))
-        if tag == "float":
-            return float(str(items))
-        if tag == "range":
-            return range(*(int(v) for v in _list(items)))
-        if tag == "complex":
-            real, imag = _list(items)
-            return complex(float(real), float(imag))
-        if tag == "fraction":
-            numerator, denominator = _list(items)
-            return Fraction(int(numerator), int(denominator))
-        if tag == "slice":
-            return slice(*(self.decode(v, blob, depth + 1) for v in _list(items)))
-        if tag == "ellipsis":
-            return Ellipsis
-        if tag == "type":
-            found = _TYPES_BY_NAME.get(items) if isinstance(items, str) else None
-            if found is None:
-                raise ProtocolError(f"type {items!r:.40} is not one that travels by value")
-            return found
-        if tag == "dtype":
-            dtype = data.get("d")
-            if not (isinstance(dtype, str) and _DTYPE.fullmatch(dtype)):
-                raise ProtocolError(f"dtype {dtype!r:.20} is not a plain numeric dtype")
-            return np.dtype(dtype)
-        if tag == "method":
-            return _MethodMarker()
-        if tag == "yours":
-            number = data.get("id")
-            if not isinstance(number, int) or number not in self._exports:
-                raise ProtocolError(f"no object of ours has the handle {number!r:.40}")
-            return self._exports[number]
-        if tag == "mine":
-            number, key = data.get("id"), data.get("c")
-            if not isinstance(number, int) or not (key is None or isinstance(key, str)):
-                raise ProtocolError("a malformed handle")
-            return self._handle(number, key)
-        raise ProtocolError(f"unknown value tag {tag!r:.40}")
+        try:
+            return decode_value(data, arrays, self._resolve, wide=True)
+        except ProtocolError:
+            raise
+        except WireError as exc:  # a malformed value: answered, the stream is still in step
+            raise ProtocolError(str(exc)) from None
+
+    def _resolve(self, tag: str, body: Any) -> Any:
+        if tag == "$o":
+            if body not in self._exports:
+                raise ProtocolError(f"no object of ours has the handle {body!r:.40}")
+            return self._exports[body]
+        number, key = body
+        return self._handle(number, key)
 
     # ---- exceptions ----------------------------------------------------------------------
 
-    def encode_exception(self, error: BaseException, blob: bytearray) -> dict[str, Any]:
-        kind = type(error)
-        attributes = {k: v for k, v in vars(error).items() if not k.startswith("_")} if hasattr(
-            error, "__dict__") else {}
-        return {
-            "mine": self.export(error), "key": self._exception_key(kind),
-            "module": kind.__module__, "name": kind.__qualname__,
-            "bases": [c.__qualname__ for c in kind.__mro__ if c.__module__ == "builtins"],
-            "args": self._encode_lenient(list(error.args), blob),
-            "attributes": {k: self._encode_lenient(v, blob) for k, v in attributes.items()},
-            "message": _text(error),
-        }
+    def encode_exception(self, error: BaseException, arrays: dict[str, Any]) -> dict[str, Any]:
+        encoded = encode_error(error, lambda value: self._encode_lenient(value, arrays))
+        encoded.update(mine=self.export(error), key=self._exception_key(type(error)))
+        return encoded
 
-    def _encode_lenient(self, value: Any, blob: bytearray) -> Any:
-        size = len(blob)
+    def _encode_lenient(self, value: Any, arrays: dict[str, Any]) -> Any:
+        names = set(arrays)
         try:
-            return self.encode(value, blob)
+            return self.encode(value, arrays)
         except ProtocolError:
-            del blob[size:]
-            return _text(value)
+            for name in set(arrays) - names:
+                del arrays[name]
+            return text_of(value, 20000)
 
-    def decode_exception(self, data: Any, blob: memoryview) -> BaseException:
+    def decode_exception(self, data: Any, arrays: dict[str, Any]) -> BaseException:
         if not isinstance(data, dict):
             return ProtocolError("a malformed exception")
         if "yours" in data:  # one of ours, raised by a callback we served: the original
             number = data["yours"]
             found = self._exports.get(number) if isinstance(number, int) else None
-            return found if isinstance(found, BaseException) else ProtocolError(
-                "an unknown exception handle")
-        kind = _exception_type(data, self._exception_class)
-        args = self.decode(data.get("args"), blob)
-        error = kind.__new__(kind)
-        error.args = tuple(args) if isinstance(args, list) else (str(args),)
-        attributes = data.get("attributes")
-        if isinstance(attributes, dict):
-            for name, value in attributes.items():
-                if isinstance(name, str) and not name.startswith("_"):
-                    try:
-                        setattr(error, name, self.decode(value, blob))
-                    except (AttributeError, TypeError, ProtocolError):
-                        continue
-        if kind is RemoteError:
-            remote = error
-            assert isinstance(remote, RemoteError)
-            remote.type_name = f"{data.get('module')}.{data.get('name')}"
-            remote.message = str(data.get("message"))
-            error.args = (f"{remote.type_name}: {remote.message}",)
+            return (
+                found
+                if isinstance(found, BaseException)
+                else ProtocolError("an unknown exception handle")
+            )
+        try:
+            error = decode_error(
+                data, lambda value: self.decode(value, arrays), self._exception_class
+            )
+        except WireError as exc:
+            return ProtocolError(str(exc))
         number = data.get("mine")
-        if isinstance(number, int):
+        if isinstance(number, int) and not isinstance(error, RemoteError):
             # so that the same exception, handed back to the peer, is its original
-            object.__setattr__(error, "_sv_peer_id", number) if not isinstance(
-                error, RemoteError) else None
+            object.__setattr__(error, "_sv_peer_id", number)
         return error
 
     # ---- the conversation ----------------------------------------------------------------
 
-    def _send(self, header: dict[str, Any], blob: bytearray) -> None:
+    def _send(self, header: dict[str, Any], arrays: dict[str, Any]) -> None:
         with self._lock:
             released, self._released = self._released, []
         header["rel"] = released
+        frame = encode_frame(header, arrays)
         try:
-            self.sock.sendall(encode_blob_frame(header, blob))
+            self.sock.sendall(frame)
         except OSError as exc:
             raise PeerClosed(f"the peer is gone ({exc})") from exc
 
-    def _receive(self) -> tuple[dict[str, Any], memoryview]:
-        header, blob = self._frames.read()
+    def _receive(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        header, received = self._frames.read()
+        arrays = {name: array.copy() for name, array in received.items()}  # the peer's own
         released = header.get("rel")
         if isinstance(released, list):
             for number in released:
@@ -486,14 +364,14 @@ class Endpoint:
                     value = self._exports.pop(number, None)
                     if value is not None and self._export_ids.get(id(value)) == number:
                         del self._export_ids[id(value)]
-        return header, blob
+        return header, arrays
 
     def request(self, header: dict[str, Any], values: list[Any]) -> Any:
         """Send a request with ``values`` (encoded), serve the peer until its reply."""
-        blob = bytearray()
+        arrays: dict[str, Any] = {}
         header["k"] = "req"
-        header["v"] = [self.encode(v, blob) for v in values]
-        self._send(header, blob)
+        header["v"] = [self.encode(v, arrays) for v in values]
+        self._send(header, arrays)
         while True:
             message, data = self._receive()
             kind = message.get("k")
@@ -517,14 +395,14 @@ class Endpoint:
                 raise ProtocolError("expected a request")
             self.serve_one(message, data)
 
-    def serve_one(self, message: dict[str, Any], data: memoryview) -> None:
-        blob = bytearray()
+    def serve_one(self, message: dict[str, Any], data: dict[str, Any]) -> None:
+        arrays: dict[str, Any] = {}
         try:
             values = self.decode(message.get("v"), data)
             if not isinstance(values, list):
                 raise ProtocolError("a request's values must be a list")
             result = self._dispatch(message, values)
-            reply = {"k": "ok", "v": self.encode(result, blob)}
+            reply = {"k": "ok", "v": self.encode(result, arrays)}
         except MemoryError:
             raise
         except BaseException as error:
@@ -532,12 +410,12 @@ class Endpoint:
                 raise  # the stream is broken: nothing can be answered on it
             if isinstance(error, (KeyboardInterrupt, SystemExit)) and not self.restricted:
                 raise
-            blob = bytearray()
+            arrays = {}
             peer = getattr(error, "_sv_peer_id", None)
             encoded = {"yours": peer} if isinstance(peer, int) else self.encode_exception(
-                error, blob)
+                error, arrays)
             reply = {"k": "err", "e": encoded}
-        self._send(reply, blob)
+        self._send(reply, arrays)
 
     def _dispatch(self, message: dict[str, Any], values: list[Any]) -> Any:  # noqa: PLR0911
         op = message.get("op")
@@ -596,6 +474,9 @@ class _MethodMarker:
     """Sent for an attribute that is a bound method: the peer calls it by name."""
 
 
+register_value(_MethodMarker, "$m", lambda marker: {}, lambda fields: _MethodMarker(), wide=True)
+
+
 def _is_bound_method(value: Any, target: Any) -> bool:
     return getattr(value, "__self__", None) is target and callable(value) and not isinstance(
         target, type)
@@ -606,74 +487,3 @@ def _make_remote(endpoint: Endpoint, number: int, key: str | None) -> Remote:
     object.__setattr__(handle, "_sv_endpoint", endpoint)
     object.__setattr__(handle, "_sv_id", number)
     return handle
-
-
-def _list(value: Any) -> list[Any]:
-    if not isinstance(value, list) or len(value) > _MAX_ITEMS:
-        raise ProtocolError("expected a list")
-    return value
-
-
-def _raw(tag: str, data: dict[str, Any], blob: memoryview) -> Any:
-    start, size = data.get("o"), data.get("n")
-    if not (isinstance(start, int) and isinstance(size, int) and start >= 0
-            and size >= 0 and start + size <= len(blob)):
-        raise ProtocolError("raw bytes outside the message")
-    raw = bytes(blob[start:start + size])
-    if tag == "bytes":
-        return raw
-    dtype = data.get("d")
-    if not (isinstance(dtype, str) and _DTYPE.fullmatch(dtype)):
-        raise ProtocolError(f"dtype {dtype!r:.20} is not a plain numeric dtype")
-    kind = np.dtype(dtype)
-    if tag == "scalar":
-        if size != kind.itemsize:
-            raise ProtocolError("a scalar of the wrong size")
-        return np.frombuffer(raw, dtype=kind)[0]
-    shape = data.get("s")
-    if not (isinstance(shape, list) and len(shape) <= 32
-            and all(isinstance(n, int) and n >= 0 for n in shape)):
-        raise ProtocolError("a malformed array shape")
-    count = 1
-    for n in shape:
-        count *= n
-    if count * kind.itemsize != size:
-        raise ProtocolError("an array's bytes do not match its shape")
-    return np.frombuffer(raw, dtype=kind).reshape(shape).copy()
-
-
-def _text(value: Any) -> str:
-    try:
-        text = str(value)
-    except Exception:
-        text = f"<{type(value).__name__}>"
-    return text if len(text) <= 20000 else text[:20000] + "..."
-
-
-def _exception_type(data: dict[str, Any],
-                    lookup: Callable[[str], type[BaseException] | None]) -> type[BaseException]:
-    key = data.get("key")
-    if isinstance(key, str):
-        found = lookup(key)
-        if found is not None:
-            return found
-    module, name = data.get("module"), data.get("name")
-    if isinstance(module, str) and isinstance(name, str) and module.split(".")[0] in (
-            _SAFE_EXCEPTION_MODULES):
-        import importlib
-
-        try:
-            target: Any = importlib.import_module(module)
-            for part in name.split("."):
-                target = getattr(target, part)
-        except (ImportError, AttributeError):
-            target = None
-        if isinstance(target, type) and issubclass(target, BaseException) and not issubclass(
-                target, (SystemExit, KeyboardInterrupt, GeneratorExit)):
-            return target
-    bases = data.get("bases")
-    for base in bases if isinstance(bases, list) else []:
-        found_base = getattr(builtins, str(base), None)
-        if isinstance(found_base, type) and issubclass(found_base, Exception):
-            return type(str(name), (found_base,), {"__module__": str(module)})
-    return RemoteError

@@ -81,3 +81,23 @@ def test_a_registered_error_crosses_with_its_fields_any_other_as_text() -> None:
     assert (other.type_name, other.message) == ("ValueError", "bad input")
     with pytest.raises(WireError, match="unknown error type"):  # a type name never registered
         decode_error({"type": "SystemExit"})
+
+
+@pytest.mark.parametrize("data", [
+    {"$s": [1]}, {"$fs": [1]}, {"$b": "a0"}, {"$rg": [0, 3, 1]}, {"$c": [1.0, 2.0]},
+    {"$fr": ["1", "3"]}, {"$sl": [None, 2, None]}, {"$el": 0}, {"$i": "1" * 30},
+    {"$g": ["<f2", "0000"]}, {"$ar": ["a0", "<f2", [1]]}, {"$dt": "<f2"},
+    {"$ty": "builtins.object"}, {"$h": [1, "key"]},
+])  # fmt: skip
+def test_the_check_workers_schema_refuses_the_grader_s_wide_tags(data: Any) -> None:
+    arrays = {"a0": np.zeros(2, np.uint8)}
+    with pytest.raises(WireError):
+        decode_value(data, arrays, lambda tag, body: body)
+    decode_value(data, arrays, lambda tag, body: body, wide=True)  # the control: wide reads it
+
+
+@pytest.mark.parametrize("value", [{1}, b"x", 1 + 2j, slice(1), np.complex64(1), object])
+def test_the_check_workers_schema_sends_no_wide_value(value: Any) -> None:
+    with pytest.raises(NotData):
+        encode_value(value, {})
+    encode_value(value, {}, wide=True)  # the control: the grader's schema carries it

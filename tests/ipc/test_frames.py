@@ -8,17 +8,18 @@ import struct
 import threading
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import pytest
 
-from spec_verify.ipc.errors import FrameTooLarge, PeerClosed, ProtocolError, WireError, WireTimeout
+from spec_verify.ipc.errors import FrameTooLarge, PeerClosed, WireError, WireTimeout
 from spec_verify.ipc.frames import (
     LIMITS,
     MAGIC,
-    BlobReader,
+    BufferedReader,
     Limits,
-    encode_blob_frame,
+    encode_frame,
     recv_message,
     require,
     send_message,
@@ -206,50 +207,63 @@ def test_default_limits_are_finite() -> None:
 # ---- the buffered fast path reads and writes the same frames ----------------------------
 
 
-def test_blob_frames_are_the_general_path_s_frames():
-    header = {"k": "req", "v": [1, "x", {"t": "bytes", "o": 0, "n": 10}], "rel": []}
-    blob = bytes(range(10))
+def test_buffered_frames_are_the_general_path_s_frames():
+    header = {"k": "req", "v": [1, "x", {"$b": "a0"}], "rel": []}
+    arrays = {"a0": np.arange(10, dtype=np.uint8), "a1": np.linspace(0, 1, 6).reshape(2, 3)}
     a, b = socket.socketpair()
     with a, b:
-        a.sendall(encode_blob_frame(header, blob))  # the fast path, read by the general one
-        got, arrays = recv_message(b, _soon())
-        assert got == header and arrays["blob"].tobytes() == blob and set(arrays) == {"blob"}
-        send_message(a, header, {"blob": np.frombuffer(blob, dtype=np.uint8)})  # the general
+        a.sendall(encode_frame(header, arrays))  # the fast path, read by the general one
+        got, received = recv_message(b, _soon())
+        assert got == header and set(received) == set(arrays)
+        assert all(np.array_equal(received[k], v) for k, v in arrays.items())
+        send_message(a, header, arrays)  # the general path, read by the fast one
         send_message(a, {"k": "ok", "v": None})
-        reader = BlobReader(b)
+        reader = BufferedReader(b)
         first, second = reader.read(), reader.read()
-        assert first[0] == header and bytes(first[1]) == blob
-        assert second[0] == {"k": "ok", "v": None} and bytes(second[1]) == b""
+        assert first[0] == header and set(first[1]) == set(arrays)
+        assert all(np.array_equal(first[1][k], v) for k, v in arrays.items())
+        assert not first[1]["a1"].flags.writeable  # read-only, as recv_message's
+        assert second == ({"k": "ok", "v": None}, {})
         # what a broken or hostile peer may send instead
-        send_message(a, {"k": "ok"}, {"blob": np.zeros(2, np.uint8), "x": np.zeros(1)})
-        with pytest.raises(ProtocolError, match="one byte blob"):
+        a.sendall(_frame({"header": {}, "arrays": [["x", "|u1", [4]]]}, bytes(3)))
+        with pytest.raises(WireError, match="exactly the arrays"):
             reader.read()
-        a.sendall(struct.pack("<4sIQ", MAGIC, 1 << 30, 0))
+    c, d = socket.socketpair()
+    with c, d:
+        c.sendall(_frame({"header": {}, "arrays": [["x", "|O", [1]]]}, bytes(8)))
+        with pytest.raises(WireError, match="dtype"):
+            BufferedReader(d).read()
+        c.sendall(struct.pack("<4sIQ", MAGIC, 1 << 30, 0))
         with pytest.raises(FrameTooLarge):
-            reader.read()
+            BufferedReader(d).read()
     c, d = socket.socketpair()
     with c, d:
         c.sendall(b"XXXX" + bytes(12))
         with pytest.raises(WireError, match="magic"):
-            BlobReader(d).read()
+            BufferedReader(d).read()
     e, f = socket.socketpair()
     with f:
-        e.sendall(encode_blob_frame({"k": "ok"}, b"")[:20])
+        e.sendall(encode_frame({"k": "ok"})[:20])
         e.close()
         with pytest.raises(WireError, match="truncated"):
-            BlobReader(f).read()
+            BufferedReader(f).read()
     g, h = socket.socketpair()
     with h:
         g.close()
         with pytest.raises(PeerClosed):
-            BlobReader(h).read()
+            BufferedReader(h).read()
 
 
-def test_a_blob_frame_above_the_limits_is_refused_before_sending():
-    with pytest.raises(FrameTooLarge, match="limits are"):
-        encode_blob_frame({"k": "ok"}, bytes(2048), Limits(max_body=1024))
+def _frame(envelope: dict[str, Any], body: bytes) -> bytes:
+    text = json.dumps(envelope).encode()
+    return struct.pack("<4sIQ", MAGIC, len(text), len(body)) + text + body
+
+
+def test_a_buffered_frame_above_the_limits_is_refused_before_sending():
+    with pytest.raises(FrameTooLarge):
+        encode_frame({"k": "ok"}, {"a": np.zeros(2048, np.uint8)}, Limits(max_body=1024))
     with pytest.raises(WireError, match="not plain JSON"):
-        encode_blob_frame({"k": object()}, b"")
+        encode_frame({"k": object()})
 
 
 def test_the_transport_imports_no_other_part_of_the_project():

@@ -295,9 +295,9 @@ def test_plain_values_round_trip():
               np.arange(6, dtype=np.float16).reshape(2, 3), np.int64(7), np.float32(0.5),
               np.array([True, False]), np.float16, np.int64, np.bool_, np.longlong, float,
               int, np.dtype("<f4"), np.dtype("bool")]
-    blob = bytearray()
-    data = [left.encode(v, blob) for v in values]
-    back = [right.decode(d, memoryview(bytes(blob))) for d in data]
+    arrays: dict[str, object] = {}
+    data = [left.encode(v, arrays) for v in values]
+    back = [right.decode(d, arrays) for d in data]
     for sent, got in zip(values, back, strict=True):
         assert type(got) is type(sent)
         if isinstance(sent, np.ndarray):
@@ -307,20 +307,19 @@ def test_plain_values_round_trip():
         else:
             assert got == sent
     assert str(back[7]) == "-0.0"
-    handle = right.decode(left.encode(object(), bytearray()), memoryview(b""))
+    handle = right.decode(left.encode(object(), {}), {})
     assert isinstance(handle, Remote)
 
 
 @pytest.mark.parametrize("data", [
-    {"t": "yours", "id": 999}, {"t": "array", "d": "|O8", "s": [1], "o": 0, "n": 8},
-    {"t": "array", "d": "<f8", "s": [2], "o": 0, "n": 8}, {"t": "nope"}, {"t": "bytes"},
-    {"t": "type", "v": "os.system"}, {"t": "type", "v": "builtins.eval"},
-    {"t": "dtype", "d": "|O8"}, {"t": "dtype", "d": 3},
+    {"$o": 999}, {"$ar": ["raw", "|O8", [1]]}, {"$ar": ["raw", "<f8", [2]]}, {"$nope": 0},
+    {"$b": "missing"}, {"$ty": "os.system"}, {"$ty": "builtins.eval"}, {"$dt": "|O8"},
+    {"$dt": 3}, {"$h": ["1", None]}, {"$fr": ["1", "0"]}, {"$i": "x"}, {"$g": ["<f8", "00"]},
 ])
 def test_malformed_values_are_refused(data):
     a, _ = socket.socketpair()
     with pytest.raises(ProtocolError):
-        Endpoint(a).decode(data, memoryview(bytes(8)))
+        Endpoint(a).decode(data, {"raw": np.zeros(8, np.uint8)})
 
 
 def test_private_names_only_for_the_project_s_own_tests():
