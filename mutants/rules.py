@@ -117,10 +117,23 @@ MULTIDRAFT_MUTANTS: tuple[Mutant, ...] = (
                 ""),),
         (_MULTI_TESTS,), origin="rule",
     ),
+    Mutant(
+        "w02", "RRS: survivors sharing a node each try its token (without replacement)", None,
+        "below a branching node the chains that share a prefix try their shared token once "
+        "per chain: after its rejection the renormalised draft gives it 0, so the repeat is "
+        "kept whenever the residual has mass there; biased (planted: the chain walk read "
+        "token by token, the draft tree's nodes not merged; WRONG on multi/4)",
+        (Change("_multidraft.py",
+                "        if distinct:  # survivors sharing a prefix share its node: its "
+                "children, once each\n            tokens = list(dict.fromkeys(tokens))\n",
+                ""),),
+        (_MULTI_TESTS,), origin="rule",
+    ),
 )
 
 # Which reference module each multi-draft mutant plants its bug in, and the rule it breaks.
-MULTIDRAFT_OF_MUTANT = {"k01": ("kseq_chains", "kseq"), "w01": ("rrs", "rrs")}
+MULTIDRAFT_OF_MUTANT = {"k01": ("kseq_chains", "kseq"), "w01": ("rrs", "rrs"),
+                        "w02": ("rrs", "rrs")}
 
 _BY_ID = {m.id: m for m in (*RULE_MUTANTS, *MULTIDRAFT_MUTANTS)}
 

@@ -8,6 +8,12 @@ that agree with it are still i.i.d. from the draft row after the kept prefix. An
 step that is lossless for every number of i.i.d. drafts is therefore lossless over the whole
 chain, with however many survivors each position has. ``kseq_chains.py`` and ``rrs.py`` supply
 the step.
+
+Chains drawn **without replacement** are the root-to-leaf paths of a draft tree whose every
+node's children were drawn without replacement (``branched_parents``: a fixed branching per
+depth; distinct heads continued one token each is ``(K, 1, ..., 1)``). Survivors that share a
+prefix share its node, so at each position the tries are the survivors' *distinct* tokens in
+chain order (that node's children), each tried once.
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ from .sampling import (
 )
 from .tree import _check_draft_probs, _check_rows, validate_tree
 
-__all__ = ["Step", "chain_parents", "chains_of", "walk_chains"]
+__all__ = ["Step", "branched_parents", "chain_parents", "chains_of", "walk_chains"]
 
 Row = NDArray[np.float64]
 # step(p_row, q_row, survivor tokens in chain order, rng) -> (index of the kept survivor, or
@@ -44,15 +50,41 @@ def chain_parents(K: int, L: int) -> list[int]:
     return [-1 if i % L == 0 else i - 1 for i in range(K * L)]
 
 
+def branched_parents(branching: Sequence[int]) -> list[int]:
+    """The ``parents`` of a tree whose depth-``d`` nodes have ``branching[d]`` children each,
+    in depth-first order (so ``branched_parents((K, 1, ..., 1)) == chain_parents(K, L)``).
+
+    >>> branched_parents((2, 1))
+    [-1, 0, -1, 2]
+    >>> branched_parents((1, 2))
+    [-1, 0, 0]
+    """
+    if not branching or any(not isinstance(b, int) or b < 1 for b in branching):
+        raise InvalidTree("branching", list(branching),
+                          "must be L >= 1 positive integers (children per node, per depth)")
+    out: list[int] = []
+
+    def grow(parent: int, depth: int) -> None:
+        for _ in range(branching[depth]):
+            node = len(out)
+            out.append(parent)
+            if depth + 1 < len(branching):
+                grow(node, depth + 1)
+
+    grow(-1, 0)
+    return out
+
+
 def chains_of(parents: Sequence[int], token_ids: Sequence[int], V: int,
-              distinct_heads: bool) -> list[list[int]]:
+              distinct_chains: bool) -> list[list[int]]:
     """The nodes of each chain (heads in index order), validating the shape.
 
     Raises:
         InvalidTree: the tree is not ``K >= 1`` chains of one length (a node with two children,
-            chains of different lengths), or (``distinct_heads``) two heads share a token.
+            chains of different lengths), or (``distinct_chains``) two chains carry the same
+            tokens (root-to-leaf paths of a tree drawn without replacement differ).
     """
-    shape = validate_tree(parents, token_ids, V, distinct_siblings=distinct_heads)
+    shape = validate_tree(parents, token_ids, V, distinct_siblings=False)
     heads = shape.children[-1]
     if not heads:
         raise InvalidTree("parents", list(parents), "must hold K >= 1 draft chains")
@@ -72,6 +104,18 @@ def chains_of(parents: Sequence[int], token_ids: Sequence[int], V: int,
     if len(lengths) > 1:
         raise InvalidTree("parents", list(parents),
                           f"holds chains of lengths {lengths}; the K chains share one length L")
+    if distinct_chains:
+        seen: dict[tuple[int, ...], int] = {}
+        for j, chain in enumerate(chains):
+            tokens = tuple(int(token_ids[i]) for i in chain)
+            if tokens in seen:
+                raise InvalidTree("token_ids", list(token_ids),
+                                  f"chains {seen[tokens]} and {j} both carry {list(tokens)}; "
+                                  "without replacement the chains are the distinct "
+                                  "root-to-leaf paths of a draft tree",
+                                  'draw each node\'s children without replacement, or pass '
+                                  'rule="with_replacement"')
+            seen[tokens] = j
     return chains
 
 
@@ -93,8 +137,8 @@ def walk_chains(target_logits: object, parents: Sequence[int], token_ids: Sequen
     rows = _check_rows(target_logits, len(parents))
     V = rows.shape[1]
     distinct = rule == "without_replacement"
-    chains = chains_of(parents, token_ids, V, distinct_heads=distinct)
-    shape = validate_tree(parents, token_ids, V, distinct_siblings=distinct)
+    chains = chains_of(parents, token_ids, V, distinct_chains=distinct)
+    shape = validate_tree(parents, token_ids, V, distinct_siblings=False)
     q_rows = _check_draft_probs(draft_probs, shape, V, rule)
     inner = [node for chain in chains for node in chain[:-1]]
     if any(q_rows[i + 1] is None for i in [-1, *inner]):
@@ -111,12 +155,14 @@ def walk_chains(target_logits: object, parents: Sequence[int], token_ids: Sequen
         q_row = q_rows[parent + 1]
         assert q_row is not None
         tokens = [shape.token_ids[chains[c][depth]] for c in alive]
+        if distinct:  # survivors sharing a prefix share its node: its children, once each
+            tokens = list(dict.fromkeys(tokens))
         choice, fallback = step(p_row, q_row, tokens, rng)
         if choice is None:
             return [*kept, sample_with(fallback, draw_uniform(rng))], list(chains[alive[0]][:depth])
         x = tokens[choice]
         kept.append(x)
-        alive = [c for c, t in zip(alive, tokens, strict=True) if t == x]
+        alive = [c for c in alive if shape.token_ids[chains[c][depth]] == x]
     last = chains[alive[0]][-1]
     bonus = sampling_distribution(rows[last + 1], p, hist + kept, list(prompt))
     return [*kept, sample_with(bonus, draw_uniform(rng))], list(chains[alive[0]])

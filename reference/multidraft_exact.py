@@ -14,7 +14,7 @@ from collections.abc import Iterator, Sequence
 from fractions import Fraction
 
 from .errors import InvalidDraft, InvalidTree
-from .exact import Dist, TableModel
+from .exact import Dist, TableModel, accept_probability
 from .rules_exact import RoundLaw, exact_kseq_rho
 
 __all__ = [
@@ -103,7 +103,7 @@ def position_plan(rule: str, p: Dist, q: Dist, tokens: Sequence[int]
     accepts = []
     r, q_j = list(p), list(q)
     for x in tokens:
-        accepts.append(min(Fraction(1), r[x] / q_j[x]) if q_j[x] else Fraction(0))
+        accepts.append(accept_probability(tuple(r), tuple(q_j), x) if q_j[x] else Fraction(0))
         d = [max(u - v, Fraction(0)) for u, v in zip(r, q_j, strict=True)]
         z = sum(d, Fraction(0))
         if z:
@@ -112,6 +112,12 @@ def position_plan(rule: str, p: Dist, q: Dist, tokens: Sequence[int]
             rest = 1 - q_j[x]
             q_j = [Fraction(0) if t == x or not rest else v / rest for t, v in enumerate(q_j)]
     return accepts, r
+
+
+def _tries(rule: str, tokens: tuple[int, ...]) -> tuple[int, ...]:
+    """A position's tries: without replacement (``rrs``) the survivors sharing a prefix share
+    its node, so its children are tried once each; i.i.d. chains try every survivor's token."""
+    return tuple(dict.fromkeys(tokens)) if rule == "rrs" else tokens
 
 
 def exact_multidraft(rule: str, p_rows: Sequence[Dist], parents: Sequence[int],
@@ -141,6 +147,7 @@ def exact_multidraft(rule: str, p_rows: Sequence[Dist], parents: Sequence[int],
         if q is None:
             raise InvalidDraft("q_rows", node + 1, "a multi-draft rule needs every draft row")
         tokens = tuple(token_ids[chains[c][depth]] for c in alive)
+        tokens = _tries(rule, tokens)
         if any(q[x] <= 0 for x in tokens):
             raise InvalidDraft("q_rows", node + 1, "gives a drafted token probability 0")
         accepts, r = position_plan(rule, p, q, tokens)
@@ -149,7 +156,7 @@ def exact_multidraft(rule: str, p_rows: Sequence[Dist], parents: Sequence[int],
             prob, none = none * a, none * (1 - a)
             if prob:
                 x = tokens[i]
-                walk(depth + 1, [c for c, t in zip(alive, tokens, strict=True) if t == x],
+                walk(depth + 1, [c for c in alive if token_ids[chains[c][depth]] == x],
                      (*kept, x), weight * prob)
         if none:
             for t, v in enumerate(r):
@@ -177,12 +184,60 @@ def _draws(q: Dist, n: int, without: bool) -> Iterator[tuple[_Tokens, Fraction]]
             yield (x, *tail), v * w
 
 
-def drafted_chains(rule: str, draft: TableModel, context: tuple[int, ...], K: int,
-                   L: int) -> Iterator[tuple[tuple[_Tokens, ...], Fraction]]:
-    """Every draw of ``K`` chains of ``L`` tokens after ``context`` with its probability: heads
-    i.i.d. (or without replacement, for ``rrs``), each chain continued by the draft."""
-    without = MULTIDRAFT_RULES[rule] == "without_replacement"
+def drafted_chains(rule: str, draft: TableModel, context: tuple[int, ...], K: int, L: int,
+                   branching: Sequence[int] | None = None
+                   ) -> Iterator[tuple[tuple[_Tokens, ...], Fraction]]:
+    """Every draw of ``K`` chains of ``L`` tokens after ``context`` with its probability.
 
+    i.i.d. (``kseq``, ``rrs_with``): each chain drawn from the draft on its own. Without
+    replacement (``rrs``): the root-to-leaf paths, depth first, of a tree whose depth-``d``
+    nodes have ``branching[d]`` children drawn without replacement from the draft row after
+    their path (``branching`` defaults to ``(K, 1, ..., 1)``: distinct heads, each continued by
+    the draft; its product must be ``K``).
+
+    Raises:
+        InvalidTree: ``branching`` is not ``L`` positive integers with product ``K``.
+    """
+    without = MULTIDRAFT_RULES[rule] == "without_replacement"
+    shape = _branching(K, L, branching) if without else (K, *([1] * (L - 1)))
+
+    def subtree(prefix: _Tokens, depth: int) -> Iterator[tuple[list[_Tokens], Fraction]]:
+        """The paths below ``prefix`` (its ``shape[depth]`` children and theirs)."""
+        if depth == L:
+            yield [()], Fraction(1)
+            return
+        for picks, w in _draws(tuple(draft(context + prefix)), shape[depth], without):
+            yield from _grow(prefix, depth, picks, 0, [], w)
+
+    def _grow(prefix: _Tokens, depth: int, picks: _Tokens, j: int, done: list[_Tokens],
+              weight: Fraction) -> Iterator[tuple[list[_Tokens], Fraction]]:
+        if j == len(picks):
+            yield done, weight
+            return
+        for tails, w in subtree((*prefix, picks[j]), depth + 1):
+            yield from _grow(prefix, depth, picks, j + 1,
+                             [*done, *((picks[j], *t) for t in tails)], weight * w)
+
+    if without:
+        for paths, weight in subtree((), 0):
+            yield tuple(paths), weight
+        return
+    # i.i.d. chains: K independent draws of one chain each
+    singles = [(paths[0], w) for paths, w in _single_chains(draft, context, L)]
+
+    def grow(j: int, done: tuple[_Tokens, ...], weight: Fraction
+             ) -> Iterator[tuple[tuple[_Tokens, ...], Fraction]]:
+        if j == K:
+            yield done, weight
+            return
+        for chain, w in singles:
+            yield from grow(j + 1, (*done, chain), weight * w)
+
+    yield from grow(0, (), Fraction(1))
+
+
+def _single_chains(draft: TableModel, context: tuple[int, ...], L: int
+                   ) -> Iterator[tuple[list[_Tokens], Fraction]]:
     def tails(prefix: _Tokens, n: int) -> Iterator[tuple[_Tokens, Fraction]]:
         if n == 0:
             yield (), Fraction(1)
@@ -192,27 +247,33 @@ def drafted_chains(rule: str, draft: TableModel, context: tuple[int, ...], K: in
                 for rest, w in tails((*prefix, x), n - 1):
                     yield (x, *rest), v * w
 
-    for heads, w_heads in _draws(tuple(draft(context)), K, without):
-        def grow(j: int, done: tuple[_Tokens, ...], weight: Fraction,
-                 heads: _Tokens = heads) -> Iterator[tuple[tuple[_Tokens, ...], Fraction]]:
-            if j == K:
-                yield done, weight
-                return
-            for rest, w in tails((heads[j],), L - 1):
-                yield from grow(j + 1, (*done, (heads[j], *rest)), weight * w)
+    for chain, w in tails((), L):
+        yield [chain], w
 
-        yield from grow(0, (), w_heads)
+
+def _branching(K: int, L: int, branching: Sequence[int] | None) -> tuple[int, ...]:
+    if branching is None:
+        return (K, *([1] * (L - 1)))
+    shape = tuple(branching)
+    product = 1
+    for b in shape:
+        product *= b if isinstance(b, int) and b >= 1 else 0
+    if len(shape) != L or product != K:
+        raise InvalidTree("branching", list(shape),
+                          f"must be L = {L} positive integers with product K = {K}")
+    return shape
 
 
 def exact_multidraft_round(rule: str, target: TableModel, draft: TableModel,
-                           context: tuple[int, ...], K: int, L: int) -> RoundLaw:
+                           context: tuple[int, ...], K: int, L: int,
+                           branching: Sequence[int] | None = None) -> RoundLaw:
     """One round of ``rule`` over ``K`` chains of ``L`` drafts after ``context``, averaged over
-    the chains' draws (``drafted_chains``)."""
+    the chains' draws (``drafted_chains``, ``branching`` for ``rrs``)."""
     from ._multidraft import chain_parents
 
     parents = chain_parents(K, L)
     out: RoundLaw = defaultdict(Fraction)
-    for chains, weight in drafted_chains(rule, draft, context, K, L):
+    for chains, weight in drafted_chains(rule, draft, context, K, L, branching):
         tokens = [t for chain in chains for t in chain]
         paths = [() if i < 0 else _path(parents, tokens, i) for i in range(-1, K * L)]
         p_rows = [tuple(target(context + path)) for path in paths]

@@ -4,13 +4,19 @@ decoding), position by position among the surviving chains (``_multidraft.py``).
 
 At each position the survivors' next tokens are tried in chain order against a residual
 ``r`` (first the target's row ``p``): ``x`` kept iff ``eta * q_j(x) < r(x)``; after a
-rejection ``r = max(r - q_j, 0) / Z`` and, for chains whose heads were drawn **without
-replacement** (``rule="without_replacement"``, distinct heads), the draft is renormalised
+rejection ``r = max(r - q_j, 0) / Z`` and, for chains drawn **without replacement**
+(``rule="without_replacement"``, below), the draft is renormalised
 without the rejected token (``q_{j+1} = q_j`` with ``q_j(x) = 0``); ``with_replacement`` (i.i.d.
 chains) keeps ``q``. If none is kept the position's token is drawn from ``r`` and the round
-ends. Without replacement only one chain survives the first position (the heads are distinct),
-so below it the rule is the token rule; its law per fixed drafts is the tree rule
-``without_replacement``'s (section 6) on the same tree. ``verify_tree`` is this rule, so
+ends.
+
+Without replacement the chains are the root-to-leaf paths of a draft tree whose every node's
+children were drawn without replacement from its draft row, at every depth
+(``branched_parents``' shapes: ``(K, 1, ..., 1)`` is distinct heads, each continued by the
+draft; ``(2, 2)`` is two heads with two distinct continuations each): survivors that share a
+prefix share its node, so the tries at a position are the survivors' distinct tokens (that
+node's children), each once. Its law per fixed drafts is then the tree rule
+``without_replacement``'s (section 6) on that tree. ``verify_tree`` is this rule, so
 ``python:spec_verify.reference.rrs`` is an implementation spec of it.
 """
 
@@ -21,12 +27,12 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from ._multidraft import Step, chain_parents, walk_chains
+from ._multidraft import Step, branched_parents, chain_parents, walk_chains
 from .errors import InvalidParams
 from .rejection import residual
 from .sampling import SamplingParams, UniformSource, draw_uniform
 
-__all__ = ["RRS_RULES", "chain_parents", "verify_rrs", "verify_tree"]
+__all__ = ["RRS_RULES", "branched_parents", "chain_parents", "verify_rrs", "verify_tree"]
 
 RRS_RULES = ("without_replacement", "with_replacement")
 
@@ -63,8 +69,8 @@ def verify_rrs(target_logits: object, parents: Sequence[int], token_ids: Sequenc
     (``chain_parents(K, L)``; ``verify_tree``'s arguments, every draft row given).
 
     Raises:
-        InvalidTree: not K chains of one length, or (without replacement) two heads with one
-        token; InvalidDraft: a missing or bad draft row; InvalidParams: greedy, no uniform
+        InvalidTree: not K chains of one length, or (without replacement) two chains with the
+        same tokens; InvalidDraft: a missing or bad draft row; InvalidParams: greedy, no uniform
         source, ``rule`` not one of ``RRS_RULES``.
     """
     if rule not in RRS_RULES:

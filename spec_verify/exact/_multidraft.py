@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -38,6 +38,7 @@ __all__ = [
     "MULTIDRAFT_IMPLEMENTATIONS",
     "MultiDraftCase",
     "MultiDraftProof",
+    "chain_rounds",
     "enumerate_multidraft_round",
     "multidraft_cases",
     "multidraft_efficiency",
@@ -52,30 +53,74 @@ MULTIDRAFT_IMPLEMENTATIONS = {
     "kseq": ("python:spec_verify.reference.kseq_chains", "with_replacement"),
     "rrs": ("python:spec_verify.reference.rrs", "without_replacement"),
 }
-# (K, L, V): small enough that every draw of the chains is enumerated in seconds
-_DEFAULT_SHAPES = [(2, 1, 3), (3, 1, 3), (2, 2, 2), (2, 1, 4)]
+# (K, L, V, branching of the chains drawn without replacement, None for distinct heads):
+# small enough that every draw of the chains is enumerated in seconds. multi/4 and multi/5
+# branch below the first position, so recursive rejection without replacement has several
+# survivors there (their shared node's children, drawn without replacement).
+_DEFAULT_SHAPES: list[tuple[int, int, int, tuple[int, ...] | None]] = [
+    (2, 1, 3, None), (3, 1, 3, None), (2, 2, 2, None), (2, 1, 4, None),
+    (2, 2, 3, (1, 2)), (2, 3, 2, (1, 1, 2)),
+]
 
 
 @dataclass(frozen=True)
 class MultiDraftCase:
-    """``K`` chains of ``L`` drafts over ``V`` tokens, tables seeded by ``seed``."""
+    """``K`` chains of ``L`` drafts over ``V`` tokens, tables seeded by ``seed``.
+
+    ``branching``: how the chains drawn without replacement (``rrs``) share prefixes: the
+    root-to-leaf paths of a tree with ``branching[d]`` children per depth-``d`` node
+    (``None``: ``(K, 1, ..., 1)``, distinct heads each continued by the draft). i.i.d. chains
+    (``kseq``, ``rrs_with``) are ``K`` independent chains whatever it says."""
 
     name: str
     K: int
     L: int
     V: int
     seed: int
+    branching: tuple[int, ...] | None = None
+
+    def shape(self) -> tuple[int, ...]:
+        return self.branching or (self.K, *([1] * (self.L - 1)))
 
     def tree_case(self, rule: str) -> TreeLawCase:
-        from spec_verify.reference._multidraft import chain_parents
+        """The drawn tree of ``rule``'s chains (``drafted_trees`` draws it; ``chain_rounds``
+        lays each draw out as ``K`` chains)."""
+        from spec_verify.reference._multidraft import branched_parents, chain_parents
 
         drafting = MULTIDRAFT_IMPLEMENTATIONS[rule][1]
-        return TreeLawCase(self.name, tuple(chain_parents(self.K, self.L)), drafting, self.V,
-                           self.seed)
+        parents = (branched_parents(self.shape()) if drafting == "without_replacement"
+                   else chain_parents(self.K, self.L))
+        return TreeLawCase(self.name, tuple(parents), drafting, self.V, self.seed)
+
+
+def chain_rounds(case: MultiDraftCase, rule: str) -> Iterator[tuple[TreeRound, Fraction]]:
+    """Every draw of ``rule``'s chains on ``case`` with its probability, each as one
+    ``verify_tree`` call in the chain layout (``chain_parents(K, L)``): the drawn tree's
+    root-to-leaf paths, depth first, a shared prefix repeated in every chain that carries it."""
+    from spec_verify.reference._multidraft import chain_parents
+
+    parents = tuple(chain_parents(case.K, case.L))
+    for rnd, weight in drafted_trees(case.tree_case(rule)):
+        if rnd.parents == parents:
+            yield rnd, weight
+            continue
+        kids = rnd.children()
+        leaves = [i for i in range(rnd.n) if not kids[i]]
+        nodes: list[int] = []
+        for leaf in leaves:
+            path = [leaf]
+            while rnd.parents[path[-1]] != -1:
+                path.append(rnd.parents[path[-1]])
+            nodes += reversed(path)
+        q_rows = rnd.q_rows or (None,) * (rnd.n + 1)
+        yield TreeRound(
+            (rnd.p_rows[0], *(rnd.p_rows[i + 1] for i in nodes)), parents,
+            tuple(rnd.token_ids[i] for i in nodes),
+            (q_rows[0], *(q_rows[i + 1] for i in nodes)), rnd.rule), weight
 
 
 def multidraft_cases(n_random: int = 0, seed: int = 0) -> list[MultiDraftCase]:
-    """The default cases ``multi/0..3``, then ``n_random`` seeded ones (``multi/4..``: the
+    """The default cases ``multi/0..5``, then ``n_random`` seeded ones (``multi/6..``: the
     default shapes with other tables).
 
     Raises:
@@ -83,12 +128,12 @@ def multidraft_cases(n_random: int = 0, seed: int = 0) -> list[MultiDraftCase]:
     """
     if n_random < 0:
         raise InvalidArgument("cases", n_random, "must be >= 0")
-    out = [MultiDraftCase(f"multi/{i}", K, L, V, 70 + i)
-           for i, (K, L, V) in enumerate(_DEFAULT_SHAPES)]
+    out = [MultiDraftCase(f"multi/{i}", K, L, V, 70 + i, b)
+           for i, (K, L, V, b) in enumerate(_DEFAULT_SHAPES)]
     for j in range(n_random):
         rng = random.Random(f"{seed}/multi/{j}")
-        K, L, V = _DEFAULT_SHAPES[rng.randrange(len(_DEFAULT_SHAPES))]
-        out.append(MultiDraftCase(f"multi/{len(out)}", K, L, V, rng.randrange(1000, 10**6)))
+        K, L, V, b = _DEFAULT_SHAPES[rng.randrange(len(_DEFAULT_SHAPES))]
+        out.append(MultiDraftCase(f"multi/{len(out)}", K, L, V, rng.randrange(1000, 10**6), b))
     return out
 
 
@@ -126,6 +171,8 @@ class _Walk:
         q = self.rnd.q(node)
         assert q is not None
         tokens = [self.rnd.token_ids[self.chains[c][depth]] for c in alive]
+        if self.rule == "rrs":  # survivors sharing a prefix share its node's children
+            tokens = list(dict.fromkeys(tokens))
         accepts, r = position_plan(self.rule, p, q, tokens)
         return p, tokens, accepts, r
 
@@ -139,7 +186,7 @@ class _Walk:
                 return None  # the token was drawn (or the path is another order's)
             if draw.cell.tag == "accept":
                 x = tokens[i]
-                alive = [c for c, t in zip(alive, tokens, strict=True) if t == x]
+                alive = [c for c in alive if self.rnd.token_ids[self.chains[c][depth]] == x]
                 depth, i = depth + 1, 0
                 p, tokens, accepts, r = self.position(depth, alive)
             else:
@@ -262,13 +309,15 @@ def multidraft_efficiency(case: MultiDraftCase
     def mean(law: dict[Emitted, Fraction]) -> Fraction:
         return sum(((len(e) - 1) * v for e, v in law.items()), Fraction(0))
 
-    out = {name: mean(exact_multidraft_round(name, target, draft, (), case.K, case.L))
+    out = {name: mean(exact_multidraft_round(name, target, draft, (), case.K, case.L,
+                                             case.branching))
            for name in ("kseq", "rrs", "rrs_with")}
     out["tree_with"] = _tree_rule_mean(case)
     for name in ("token", "block"):
         out[name] = expected_accepted(name, target, draft, (), case.L)
     optima = {"iid": optimal_chains_accepted(target, draft, (), case.K, case.L),
-              "without": optimal_chains_accepted(target, draft, (), case.K, case.L, True)}
+              "without": optimal_chains_accepted(target, draft, (), case.K, case.L, True,
+                                                 case.branching)}
     return out, optima
 
 
@@ -304,10 +353,10 @@ def prove_multidraft(rule: str, impl: Any, cases: list[MultiDraftCase],
         target, draft = tree_case.tables()
         length = case.L + 1
         expected = exact_target_sequences(target, (), length)
-        own = exact_multidraft_round(rule, target, draft, (), case.K, case.L)
+        own = exact_multidraft_round(rule, target, draft, (), case.K, case.L, case.branching)
         continued = extend_to(own, target, (), length)
         lossless = {s: v for s, v in continued.items() if v} == expected
-        status, message, trees, calls, witness, repro = _prove_impl(impl, rule, tree_case,
+        status, message, trees, calls, witness, repro = _prove_impl(impl, rule, case,
                                                                     expected)
         if not lossless:
             status = Status.FAILED
@@ -317,16 +366,16 @@ def prove_multidraft(rule: str, impl: Any, cases: list[MultiDraftCase],
     return out
 
 
-def _prove_impl(impl: Any, rule: str, case: TreeLawCase, expected: dict[Emitted, Fraction]
+def _prove_impl(impl: Any, rule: str, case: MultiDraftCase, expected: dict[Emitted, Fraction]
                 ) -> tuple[Status, str, int, int, Emitted | None, str]:
     from spec_verify.exact._cells import format_fraction
     from spec_verify.reference.tree_exact import extend_to
 
-    target, _ = case.tables()
+    target, _ = case.tree_case(rule).tables()
     law: dict[Emitted, Fraction] = {}
     slack, trees, calls = Fraction(0), 0, 0
     witnesses: list[tuple[TreeRound, dict[Emitted, Fraction]]] = []
-    for rnd, weight in drafted_trees(case):
+    for rnd, weight in chain_rounds(case, rule):
         e = enumerate_multidraft_round(impl, rnd, rule)
         trees += 1
         calls += e.calls
@@ -338,7 +387,7 @@ def _prove_impl(impl: Any, rule: str, case: TreeLawCase, expected: dict[Emitted,
             law[emitted] = law.get(emitted, Fraction(0)) + weight * prob
         slack += weight * max(e.tolerance(), 2 * GUARD)
         witnesses.append((rnd, e.distribution))
-    continued = extend_to(law, target, (), case.length)
+    continued = extend_to(law, target, (), case.L + 1)
     tolerance = slack * max(1, len(law))
     status, key, diff = compare(continued, expected, tolerance)
     if status is Status.PASSED:
@@ -387,12 +436,13 @@ def _show(law: dict[Emitted, Fraction]) -> str:
 def multidraft_markdown(cases: list[MultiDraftCase] | None = None) -> str:
     """docs/rules.md's multi-draft efficiency table, computed (6 decimals)."""
     names = ["kseq", "rrs", "rrs_with", "tree_with", "token", "block"]
-    lines = ["| case | K | L | V | " + " | ".join(names)
+    lines = ["| case | K | L | V | rrs branching | " + " | ".join(names)
              + " | optimum i.i.d. (LP) | optimum without (LP) |",
-             "|---" * (len(names) + 6) + "|"]
+             "|---" * (len(names) + 7) + "|"]
     for case in multidraft_cases() if cases is None else cases:
         accepted, best = multidraft_efficiency(case)
         cells = [case.name, str(case.K), str(case.L), str(case.V),
+                 "(" + ", ".join(map(str, case.shape())) + ")",
                  *(f"{float(accepted[n]):.6f}" for n in names),
                  *("-" if best[k] is None else f"{best[k]:.6f}" for k in ("iid", "without"))]
         lines.append("| " + " | ".join(cells) + " |")

@@ -107,9 +107,11 @@ def optimal_multidraft_acceptance(p: tuple[Fraction, ...], q: tuple[Fraction, ..
 
 
 def optimal_chains_accepted(target: TableModel, draft: TableModel, context: tuple[int, ...],
-                            K: int, L: int, without_replacement: bool = False) -> float | None:
+                            K: int, L: int, without_replacement: bool = False,
+                            branching: tuple[int, ...] | None = None) -> float | None:
     """The largest expected number of kept drafts any lossless rule reaches with ``K`` draft
-    chains of ``L`` tokens (heads i.i.d., or drawn without replacement), by the coupling LP of
+    chains of ``L`` tokens (i.i.d., or drawn without replacement: ``drafted_chains``, with
+    ``branching`` the drawn tree's children per depth), by the coupling LP of
     ``optimal_accepted`` over the chains: ``pi(chains, emitted) >= 0`` where ``emitted`` is a
     prefix of one chain and a token, summing to the chains' probability, and the emission
     continued by the target to ``L + 1`` tokens has the target's law. With ``K = 1`` it is
@@ -122,7 +124,8 @@ def optimal_chains_accepted(target: TableModel, draft: TableModel, context: tupl
 
     V = len(target(context))
     rule = "rrs" if without_replacement else "kseq"
-    draws = [(chains, w) for chains, w in drafted_chains(rule, draft, context, K, L) if w]
+    draws = [(chains, w) for chains, w in drafted_chains(rule, draft, context, K, L, branching)
+             if w]
     variables: list[tuple[int, tuple[int, ...], int]] = []  # (draw, emitted, kept)
     for d, (chains, _) in enumerate(draws):
         options = {(*c[:tau], y): tau for c in chains for tau in range(L + 1) for y in range(V)}

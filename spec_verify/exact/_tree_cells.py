@@ -245,7 +245,9 @@ def _library(rnd: TreeRound) -> set[Fraction]:
         for child in children:
             x = rnd.token_ids[child]
             q_j = q if q is not None else one_hot(x, rnd.V)
-            a = accept_probability(r, q_j, x)
+            # a repeated sibling after its token was removed (K chains sharing a prefix,
+            # section 12) is never kept: no boundary of its own
+            a = accept_probability(r, q_j, x) if q_j[x] else Fraction(0)
             points.update((a, 1 - a))
             if a > 0:
                 walk(child)

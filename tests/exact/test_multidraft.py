@@ -9,6 +9,7 @@ import pytest
 from spec_verify.adapters._loader import load_implementation
 from spec_verify.exact._multidraft import (
     MULTIDRAFT_IMPLEMENTATIONS,
+    chain_rounds,
     enumerate_multidraft_round,
     multidraft_cases,
     prove_multidraft,
@@ -19,6 +20,9 @@ from spec_verify.reference.multidraft_exact import exact_multidraft
 from spec_verify.results import Status
 
 _FIRST = multidraft_cases()[0]  # K = 2 chains of one token, V = 3
+_BRANCHED = multidraft_cases()[4]  # K = 2 chains of 2 sharing their head: branching (1, 2)
+# the case where each planted bug shows (w02 needs chains that share a prefix)
+_CASE_OF = {"w02": _BRANCHED}
 
 
 @pytest.mark.parametrize("rule", sorted(MULTIDRAFT_IMPLEMENTATIONS))
@@ -27,6 +31,21 @@ def test_the_float_reference_is_proven_lossless(rule) -> None:
     (proof,) = prove_multidraft(rule, impl, [_FIRST], optimum=False)
     assert proof.rule_lossless and proof.status is Status.PASSED, proof.message
     assert proof.trees == (9 if rule == "kseq" else 6) and proof.calls > 0
+
+
+def test_rrs_is_proven_where_chains_share_prefixes() -> None:
+    """Without replacement below the first position: each draw is a tree with branching
+    (1, 2) laid out as two chains sharing their head; the float reference is proven on all."""
+    assert _BRANCHED.branching == (1, 2)
+    rounds = list(chain_rounds(_BRANCHED, "rrs"))
+    assert len(rounds) == 3 * 3 * 2 and sum(w for _, w in rounds) == 1
+    # one head, shared; below it two distinct tokens
+    assert all(r.token_ids[0] == r.token_ids[2] and r.token_ids[1] != r.token_ids[3]
+               for r, _ in rounds)
+    (proof,) = prove_multidraft("rrs", load_implementation(MULTIDRAFT_IMPLEMENTATIONS["rrs"][0]),
+                                [_BRANCHED], optimum=False)
+    assert proof.rule_lossless and proof.status is Status.PASSED, proof.message
+    assert proof.trees == 18
 
 
 def test_per_tree_the_float_reference_has_the_exact_law() -> None:
@@ -42,7 +61,8 @@ def test_per_tree_the_float_reference_has_the_exact_law() -> None:
 @pytest.mark.parametrize("mutant", sorted(MULTIDRAFT_OF_MUTANT))
 def test_each_multidraft_mutant_is_wrong(mutant) -> None:
     rule = MULTIDRAFT_OF_MUTANT[mutant][1]
-    (proof,) = prove_multidraft(rule, load_rule_mutant(f"mutant:{mutant}"), [_FIRST],
+    case = _CASE_OF.get(mutant, _FIRST)
+    (proof,) = prove_multidraft(rule, load_rule_mutant(f"mutant:{mutant}"), [case],
                                 optimum=False)
     assert proof.rule_lossless  # the rule itself is lossless there
     assert proof.status is Status.FAILED and proof.witness is not None, proof.message

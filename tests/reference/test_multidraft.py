@@ -24,9 +24,10 @@ from spec_verify.uniforms import ScriptedUniforms
 F = Fraction
 
 
-def _lossless(rule: str, K: int, L: int, V: int, seed: int) -> bool:
+def _lossless(rule: str, K: int, L: int, V: int, seed: int,
+              branching: tuple[int, ...] | None = None) -> bool:
     target, draft = ContextTable(seed, "t", V, 1), ContextTable(seed, "d", V, 0)
-    law = mx.exact_multidraft_round(rule, target, draft, (), K, L)
+    law = mx.exact_multidraft_round(rule, target, draft, (), K, L, branching)
     continued = extend_to(law, target, (), L + 1)
     return {k: v for k, v in continued.items() if v} == exact_target_sequences(target, (), L + 1)
 
@@ -36,6 +37,28 @@ def _lossless(rule: str, K: int, L: int, V: int, seed: int) -> bool:
                                                    (2, 2, 3, 4)])
 def test_each_rule_is_lossless_over_the_chains_draws(rule, K, L, V, seed) -> None:
     assert _lossless(rule, K, L, V, seed)
+
+
+@pytest.mark.parametrize("branching", [(1, 2), (2, 2), (2, 1), (1, 1, 2), (1, 2, 1)])
+def test_rrs_without_replacement_is_lossless_at_every_depth(branching) -> None:
+    """Chains sharing prefixes (a draft tree drawn without replacement at every node, laid
+    out as its root-to-leaf paths): several survivors below the first position."""
+    K = 1
+    for b in branching:
+        K *= b
+    assert _lossless("rrs", K, len(branching), 3, 11 + K, branching)
+
+
+def test_drafted_chains_without_replacement_follow_the_branching() -> None:
+    draft = ContextTable(3, "d", 3, 0)
+    draws = list(mx.drafted_chains("rrs", draft, (), 4, 2, (2, 2)))
+    assert sum(w for _, w in draws) == 1 and len(draws) == 3 * 2 * (3 * 2) ** 2
+    for chains, _ in draws:
+        assert chains[0][0] == chains[1][0] != chains[2][0] == chains[3][0]
+        assert chains[0][1] != chains[1][1] and chains[2][1] != chains[3][1]
+    with pytest.raises(InvalidTree) as info:
+        list(mx.drafted_chains("rrs", draft, (), 4, 2, (2, 3)))
+    assert info.value.argument == "branching"
 
 
 def test_negative_control_kseq_without_its_rho_is_not_lossless(monkeypatch) -> None:
@@ -66,6 +89,63 @@ def test_rrs_per_fixed_chains_is_the_tree_rule_without_replacement() -> None:
         ours = mx.exact_rrs(p_rows, parents, tokens, q_rows)
         theirs = exact_tree_verify(p_rows, parents, tokens, q_rows, "without_replacement")
         assert ours == {k: v for k, v in theirs.items() if v}
+
+
+def _trie(parents: list[int], tokens: list[int]) -> tuple[list[int], list[int], list[int]]:
+    """The chains' prefix tree: its parents and tokens, and each chain node's tree node."""
+    index: dict[tuple[int, ...], int] = {}
+    t_parents: list[int] = []
+    t_tokens: list[int] = []
+    node_of: list[int] = []
+    paths: dict[int, tuple[int, ...]] = {-1: ()}
+    for i, parent in enumerate(parents):
+        paths[i] = (*paths[parent], tokens[i])
+        if paths[i] not in index:
+            index[paths[i]] = len(t_tokens)
+            t_parents.append(-1 if parent == -1 else node_of[parent])
+            t_tokens.append(tokens[i])
+        node_of.append(index[paths[i]])
+    return t_parents, t_tokens, node_of
+
+
+def test_rrs_on_shared_prefixes_is_the_tree_rule_on_their_tree() -> None:
+    """Without replacement at every depth: K chains sharing prefixes have, per fixed drafts,
+    the law of section 6's ``without_replacement`` rule on their prefix tree (two Fraction
+    paths written apart)."""
+    rng = random.Random(9)
+    V = 4
+    for _ in range(20):
+        branching = rng.choice([(1, 2), (2, 2), (1, 3), (1, 1, 2), (2, 1, 2)])
+        K = 1
+        for b in branching:
+            K *= b
+        L = len(branching)
+        draft = ContextTable(rng.randrange(99), "q", V, 0)
+        target = ContextTable(rng.randrange(99), "p", V, 1)
+        chains, _ = next(iter(mx.drafted_chains("rrs", draft, (), K, L, branching)))
+        parents = chain_parents(K, L)
+        tokens = [t for chain in chains for t in chain]
+        paths = [() if i < 0 else tuple(chains[i // L][:i % L + 1]) for i in range(-1, K * L)]
+        ours = mx.exact_rrs([target(s) for s in paths], parents, tokens,
+                            [draft(s) for s in paths])
+        t_parents, t_tokens, node_of = _trie(parents, tokens)
+        t_paths = [()] + [paths[node_of.index(j) + 1] for j in range(len(t_tokens))]
+        theirs = exact_tree_verify([target(s) for s in t_paths], t_parents, t_tokens,
+                                   [draft(s) for s in t_paths], "without_replacement")
+        assert ours == {k: v for k, v in theirs.items() if v}, (branching, tokens)
+
+
+def test_negative_control_shared_prefixes_tried_per_chain(monkeypatch) -> None:
+    """w02's reading (a shared token tried once per chain carrying it) is caught by both
+    checks above: another law per fixed tree, and not lossless over the draws."""
+    p, q = (F(1, 8), F(3, 8), F(1, 2)), (F(1, 2), F(1, 4), F(1, 4))
+    args = ([p] * 5, chain_parents(2, 2), [0, 1, 0, 2], [q] * 5)
+    tree = exact_tree_verify([p] * 4, [-1, 0, 0], [0, 1, 2], [q] * 4, "without_replacement")
+    assert mx.exact_rrs(*args) == {k: v for k, v in tree.items() if v}
+    assert _lossless("rrs", 2, 2, 3, 13, (1, 2))
+    monkeypatch.setattr(mx, "_tries", lambda rule, tokens: tokens)
+    assert mx.exact_rrs(*args) != {k: v for k, v in tree.items() if v}
+    assert not _lossless("rrs", 2, 2, 3, 13, (1, 2))
 
 
 def test_rho_bounds_are_proven_on_both_sides() -> None:
@@ -111,6 +191,16 @@ def test_the_draw_order_is_pinned() -> None:
     emitted, nodes = verify_kseq_chains(logits, chain_parents(2, 2), [1, 0, 1, 1], q,
                                         SamplingParams(), [], source)
     assert (emitted, nodes, source.drawn) == ([0], [], 3)
+    # without replacement the two chains share node 0: token 1 is tried once, then the
+    # residual (with replacement it would be tried twice before the residual)
+    source = ScriptedUniforms([0.99, 0.0])
+    emitted, nodes = verify_rrs(logits, chain_parents(2, 2), [1, 0, 1, 1], q,
+                                SamplingParams(), [], source)
+    assert (emitted, nodes, source.drawn) == ([0], [], 2)
+    source = ScriptedUniforms([0.0, 0.99, 0.0, 0.3])  # keep 1; reject 0; keep 1; the bonus
+    emitted, nodes = verify_rrs(logits, chain_parents(2, 2), [1, 0, 1, 1], q,
+                                SamplingParams(), [], source)
+    assert (emitted, nodes, source.drawn) == ([1, 1, 0], [2, 3], 4)
 
 
 _Q = [np.array([0.5, 0.5])] * 5
@@ -127,6 +217,8 @@ _Q = [np.array([0.5, 0.5])] * 5
                                 [], Pcg32(0), rule="without_replacement"), InvalidParams, "rule"),
     (lambda: verify_rrs(np.zeros((3, 2)), [-1, -1], [0, 0], _Q[:3], SamplingParams(), [],
                         Pcg32(0)), InvalidTree, "token_ids"),
+    (lambda: verify_rrs(np.zeros((5, 2)), chain_parents(2, 2), [1, 0, 1, 0], _Q,
+                        SamplingParams(), [], Pcg32(0)), InvalidTree, "token_ids"),
     (lambda: verify_rrs(np.zeros((3, 2)), [-1, -1], [0, 1], [None, None, None],
                         SamplingParams(), [], Pcg32(0)), InvalidDraft, "draft_probs"),
 ])
