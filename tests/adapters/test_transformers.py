@@ -4,11 +4,10 @@ uniforms are injected, and its ensemble rule failed."""
 
 from __future__ import annotations
 
+import importlib.util
+
 import numpy as np
 import pytest
-
-pytest.importorskip("torch")
-pytest.importorskip("transformers")
 
 from spec_verify.adapters import load_implementation
 from spec_verify.errors import UnknownImplementation
@@ -19,6 +18,13 @@ from spec_verify.runner import run_checks
 from spec_verify.tiers.edges import run_edge_tier
 from spec_verify.tiers.statistical import run_statistical_tier
 from spec_verify.uniforms import ScriptedUniforms
+
+# Not imported at collection (every xdist worker collects this file; the workers these tests
+# start import torch and transformers themselves).
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("torch") is None or importlib.util.find_spec("transformers") is None,
+    reason="needs the torch extra (torch and transformers)",
+)
 
 ROWS = np.log(np.array([[0.5, 0.25, 0.25], [0.2, 0.3, 0.5]]))
 Q = np.array([[0.25, 0.5, 0.25]])

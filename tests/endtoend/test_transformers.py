@@ -8,17 +8,17 @@ the first two tokens (V = 5), sample sizes from the power plan.
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import math
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch")
-pytest.importorskip("transformers")
-
-from spec_verify.endtoend import (  # noqa: E402
+from spec_verify.endtoend import (
     compare_plan,
     compare_samples,
     draw_sequences,
@@ -26,11 +26,16 @@ from spec_verify.endtoend import (  # noqa: E402
     law_test,
     sequence_law,
 )
-from spec_verify.reference.sampling import SamplingParams  # noqa: E402
+from spec_verify.reference.sampling import SamplingParams
+
+# torch and transformers are imported by the tests that use them, not at collection: every xdist
+# worker collects this file, and importing both costs seconds of CPU a worker may never use.
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("torch") is None or importlib.util.find_spec("transformers") is None,
+    reason="needs the torch extra (torch and transformers)",
+)
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "transformers_assisted.py"
-sys.path.insert(0, str(EXAMPLE.parent))
-import transformers_assisted as example  # noqa: E402
 
 ALPHA = 1e-3
 DELTA = 0.2
@@ -38,13 +43,23 @@ POWER = 0.99
 
 
 @pytest.fixture(scope="module")
-def law():  # type: ignore[no-untyped-def]
+def example() -> ModuleType:
+    """examples/transformers_assisted.py (it imports torch and transformers)."""
+    if str(EXAMPLE.parent) not in sys.path:
+        sys.path.insert(0, str(EXAMPLE.parent))
+    return importlib.import_module("transformers_assisted")
+
+
+@pytest.fixture(scope="module")
+def law(example):  # type: ignore[no-untyped-def]
     return sequence_law(
         example.next_token_logits, SamplingParams(), length=example.LENGTH, prompt=example.PROMPT
     )
 
 
-def test_the_exact_law_is_the_targets_softmax(law) -> None:  # type: ignore[no-untyped-def]
+def test_the_exact_law_is_the_targets_softmax(law, example) -> None:  # type: ignore[no-untyped-def]
+    import torch
+
     target, _ = example.models()
     with torch.no_grad():
         first = torch.softmax(target(torch.tensor([example.PROMPT])).logits[0, -1].double(), -1)
@@ -53,7 +68,7 @@ def test_the_exact_law_is_the_targets_softmax(law) -> None:  # type: ignore[no-u
     assert len(law.probability_by_sequence) == example.VOCAB**example.LENGTH
 
 
-def test_generators_return_new_token_ids_and_are_seeded() -> None:
+def test_generators_return_new_token_ids_and_are_seeded(example) -> None:  # type: ignore[no-untyped-def]
     for name in ("plain", "assisted", "speculative", "speculative_biased"):
         generator = getattr(example, name)
         draws = [generator(seed) for seed in range(3)]
@@ -63,7 +78,7 @@ def test_generators_return_new_token_ids_and_are_seeded() -> None:
         assert generator(1) == draws[1]
 
 
-def test_the_planted_bias_is_caught_by_the_exact_law(law) -> None:  # type: ignore[no-untyped-def]
+def test_the_planted_bias_is_caught_by_the_exact_law(law, example) -> None:  # type: ignore[no-untyped-def]
     # The inverted acceptance ratio moves the joint law by about 0.4 in TV; planned to detect
     # 0.3 with power 0.99 (fast: the slow test below plans for DELTA).
     n = law_required_samples(law, ALPHA, 0.3, POWER)
@@ -73,7 +88,7 @@ def test_the_planted_bias_is_caught_by_the_exact_law(law) -> None:  # type: igno
 
 
 @pytest.mark.slow
-def test_assisted_generate_is_lossless_and_the_bias_is_caught(law) -> None:  # type: ignore[no-untyped-def]
+def test_assisted_generate_is_lossless_and_the_bias_is_caught(law, example) -> None:  # type: ignore[no-untyped-def]
     n = compare_plan(example.VOCAB, example.LENGTH, ALPHA, DELTA, POWER)
     spec = f"python:{EXAMPLE}"
     outcome = draw_sequences(
