@@ -136,6 +136,7 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", line)
     if _options_used(config):
         _check_impl_option(config)
+        _check_statistical_options(config)
         config.stash[_PROFILE_KEY] = _load_profile(config)
 
 
@@ -152,6 +153,27 @@ def _check_impl_option(config: pytest.Config) -> None:
     except UnknownImplementation as exc:
         fix = f"; {exc.fix}" if exc.fix else ""
         raise pytest.UsageError(f"--spec-impl {spec!r}: {exc.rule}{fix}") from None
+
+
+def _check_statistical_options(config: pytest.Config) -> None:
+    """``--spec-alpha``, ``--spec-delta`` and ``--spec-power`` out of their range stop the
+    session at its start with one usage error (the statistics' own rules: a rate in (0, 1), a
+    total-variation distance in (0, 1], a power above alpha), not one error per statistical
+    test. ``--spec-seed`` and ``--spec-hypothesis-profile`` are checked by their parser types."""
+    alpha = config.getoption("--spec-alpha")
+    delta = config.getoption("--spec-delta")
+    power = config.getoption("--spec-power")
+    problem = None
+    if not 0 < alpha < 1:
+        problem = f"--spec-alpha {alpha:g}: must be a false-alarm rate in (0, 1); e.g. 1e-6"
+    elif not 0 < delta <= 1:
+        problem = (f"--spec-delta {delta:g}: must be a total-variation distance in (0, 1]; "
+                   "e.g. 0.05")
+    elif not alpha < power < 1:
+        problem = (f"--spec-power {power:g}: must be a probability in (--spec-alpha {alpha:g}, "
+                   "1) (rejecting at random already has power alpha); e.g. 0.99")
+    if problem is not None:
+        raise pytest.UsageError(problem)
 
 
 def _options_used(config: pytest.Config) -> bool:

@@ -61,3 +61,36 @@ def test_negative_control_without_the_start_up_check_each_test_errors(
     assert result.ret != pytest.ExitCode.USAGE_ERROR
     outcomes = result.parseoutcomes()
     assert outcomes.get("errors", 0) + outcomes.get("failed", 0) == 3, outcomes
+
+
+@pytest.mark.parametrize(
+    ("option", "said"),
+    [
+        ("--spec-alpha=1.5", "*--spec-alpha 1.5: must be a false-alarm rate in (0, 1)*"),
+        ("--spec-alpha=0", "*--spec-alpha 0: must be a false-alarm rate in (0, 1)*"),
+        ("--spec-alpha=nan", "*--spec-alpha nan: must be*"),
+        ("--spec-delta=0", "*--spec-delta 0: must be a total-variation distance in (0, 1]*"),
+        ("--spec-delta=2", "*--spec-delta 2: must be a total-variation distance*"),
+        ("--spec-power=1", "*--spec-power 1: must be a probability in (--spec-alpha 1e-06, 1)*"),
+        ("--spec-power=1e-9", "*--spec-power 1e-09: must be a probability*"),
+        ("--spec-alpha=x", "*--spec-alpha*invalid float value*"),
+        ("--spec-seed=-1", "*--spec-seed*"),
+        ("--spec-hypothesis-profile=prod", "*--spec-hypothesis-profile*invalid choice*"),
+    ],
+)
+def test_every_option_out_of_its_range_is_one_usage_error_at_start(
+    pytester: pytest.Pytester, option: str, said: str
+) -> None:
+    pytester.makepyfile(THREE_TESTS)
+    result = pytester.runpytest(option)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stderr.str()
+    result.stderr.fnmatch_lines([said])
+    assert "Traceback" not in result.stderr.str() + result.stdout.str()
+    assert "test_one" not in result.stdout.str()
+
+
+def test_statistical_options_in_range_are_not_refused(pytester: pytest.Pytester) -> None:
+    # negative control of the range check: the edges it allows
+    pytester.makepyfile("def test_one():\n    pass\n")
+    result = pytester.runpytest("--spec-alpha=0.01", "--spec-delta=1", "--spec-power=0.5")
+    result.assert_outcomes(passed=1)
