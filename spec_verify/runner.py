@@ -299,8 +299,10 @@ def run_checks(
         capabilities: overrides of what the implementation declares or the adapter detected,
             ``{name: offered}`` over ``CAPABILITIES`` (the CLI's ``--capability`` and
             ``--no-capability``).
-        fail_fast: stop after the first tier with a result that blocks the run; the tiers
-            after it are SKIPPED, naming that result. It can only shorten a run that fails.
+        fail_fast: stop after the tier of the first law check (``profiles.Claim.LAW``: a
+            claim about the output law) whose result blocks the run; the tiers after it are
+            SKIPPED, naming that check. A failed conformance or efficiency check does not stop
+            the run. It can only shorten a run that fails.
         rule: the verification rule conformance is asked of (``tiers._rules.CHECK_RULES``):
             ``token`` (the contract, section 3), ``block`` or ``sampler_match`` (CONTRACT.md
             sections 8 and 9; parity against the rule module, the exact tier's ``rule.NAME``).
@@ -461,8 +463,10 @@ def run_checks(
                         f"not run: {result.tier}/{result.name} failed (the implementation "
                         "fails on minimal calls)"
                     )
-                elif fail_fast and result_blocks(result, profile, allow_not_provable, rule):
-                    stopped_by = f"not run: --fail-fast, and {result.tier}/{result.name} failed"
+                elif (fail_fast and result_blocks(result, profile, allow_not_provable, rule)
+                      and claim_of(result.tier, result.name) is Claim.LAW):
+                    stopped_by = (f"not run: --fail-fast, and the law check "
+                                  f"{result.tier}/{result.name} failed")
             tier_seconds[spec.name] = time.perf_counter() - tier_start
     finally:
         _restore(loaded, saved)

@@ -25,7 +25,7 @@ from spec_verify.cli._usage import EXIT_CODES_IN_ONE_LINE
 from spec_verify.results import ExitCode
 from spec_verify.seeds import DrawnSeed, seed_option
 
-__all__ = ["register", "run"]
+__all__ = ["fail_fast_stop", "register", "run"]
 
 _TIERS = (
     "contract", "greedy", "exact", "edges", "parity", "properties", "statistical", "generation",
@@ -97,8 +97,9 @@ def register(subparsers: Any) -> None:
         "-x",
         "--fail-fast",
         action="store_true",
-        help="stop after the first tier with a failed check (the later tiers are reported as "
-        "skipped); a fast no for a port's CI, never a pass",
+        help="stop after the tier of the first failed law check (a claim about the output "
+        "law; conformance and efficiency failures do not stop it): the later tiers are "
+        "reported as not run, and why; a fast no for a port's CI, never a pass",
     )
     add_json_option(parser, "the report")
     parser.add_argument("--junit", metavar="FILE", help="write a JUnit XML report here")
@@ -238,6 +239,21 @@ def _refused(args: argparse.Namespace, exc: Exception) -> None:
         ReportFiles(args.json, args.junit, args.html, args.markdown).write(stub, "usage_error")
 
 
+_STOPPED = "not run: --fail-fast, and the law check "
+
+
+def fail_fast_stop(report: Any) -> str | None:
+    """The failure summary's line for a run that ``-x`` stopped: which law check stopped it
+    and which checks were not run (None when it ran to its end)."""
+    stopped = [r for r in report.results if r.message.startswith(_STOPPED)]
+    if not stopped:
+        return None
+    check = stopped[0].message[len(_STOPPED):].removesuffix(" failed")
+    names = ", ".join(r.tier if r.name == "all" else f"{r.tier}/{r.name}" for r in stopped)
+    return (f"STOPPED by -x/--fail-fast at the law check {check}: not run: {names} (rerun "
+            "without -x for their verdicts)")
+
+
 def _run(args: argparse.Namespace, rule_mutant: Any = None) -> int:
     from spec_verify import reports
     from spec_verify.adapters._process import (
@@ -336,9 +352,12 @@ def _run(args: argparse.Namespace, rule_mutant: Any = None) -> int:
     failures = reports.format_failures(report)
     if failures:
         _say("\n" + failures, out)
-        if not args.fail_fast:
-            _say("\n(-x, --fail-fast stops after the first tier with a failure: a quicker no)",
-                 out)
+        stop = fail_fast_stop(report) if args.fail_fast else None
+        if stop is not None:
+            _say("\n" + stop, out)
+        elif not args.fail_fast:
+            _say("\n(-x, --fail-fast stops after the tier of the first failed law check: a "
+                 "quicker no)", out)
     kinds = {files.json: "JSON", files.junit: "JUnit", files.html: "HTML",
              files.markdown: "Markdown"}
     for path in written:

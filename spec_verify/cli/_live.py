@@ -149,7 +149,7 @@ class LiveLines:
             text += " (blocks the run)"
         width = terminal_width()
         self._line(text if len(text) <= width else text[: width - 3] + "...")
-        if blocks and not self.fail_fast and not self.told_fail_fast:
+        if blocks and claim == "law" and not self.fail_fast and not self.told_fail_fast:
             self.told_fail_fast = True
             self._line("      the run fails; -x (--fail-fast) would stop after this tier")
 

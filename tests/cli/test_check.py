@@ -59,7 +59,20 @@ def test_fail_fast_reports_the_tiers_it_did_not_run(tmp_path, capsys):
     [generation] = [r for r in json.loads(report.read_text())["results"]
                     if r["tier"] == "generation"]  # fmt: skip
     assert generation["status"] == "skipped"
-    assert generation["message"].startswith("not run: --fail-fast, and greedy/")
+    assert generation["message"].startswith("not run: --fail-fast, and the law check greedy/")
+    # the failure summary names the check that stopped the run and what was not run
+    assert "STOPPED by -x/--fail-fast at the law check greedy/" in out
+    assert "not run: generation (rerun without -x for their verdicts)" in out
+
+
+def test_without_fail_fast_the_summary_names_no_stop(capsys):
+    # the negative control: the same planted bug, no -x, runs every tier
+    tiers = ["--tier", "greedy", "--tier", "generation"]
+    code = main(["check", "--impl", "mutant:s05", *tiers, "--quick", "--no-progress"])
+    out = capsys.readouterr().out
+    assert code == 1, out
+    assert "STOPPED" not in out and "not run: --fail-fast" not in out
+    assert "-x, --fail-fast stops after the tier of the first failed law check" in out
 
 
 @pytest.mark.slow

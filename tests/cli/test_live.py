@@ -64,6 +64,16 @@ def test_verdicts_print_as_they_come_and_a_blocking_one_names_fail_fast() -> Non
     assert any(line.startswith("estimate: contract took") for line in lines)
 
 
+def test_a_blocking_conformance_failure_does_not_offer_fail_fast() -> None:
+    # -x stops at law checks only: a parity failure blocks the run but would not stop it
+    live = _live()
+    live.plan(None, ("parity",))
+    live.result(CheckResult("parity", "verify_draft", Status.FAILED, "draws differ"), True)
+    text = live.stream.getvalue()  # type: ignore[attr-defined]
+    assert "FAIL  parity/verify_draft [conformance]: draws differ (blocks the run)" in text
+    assert "--fail-fast" not in text
+
+
 def test_negative_control_a_pass_never_claims_to_block() -> None:
     live = _live(fail_fast=True, verbose=True)
     live.result(CheckResult("exact", "x", Status.SKIPPED, "no trees"), False)
