@@ -139,7 +139,9 @@ def walk_chains(target_logits: object, parents: Sequence[int], token_ids: Sequen
     distinct = rule == "without_replacement"
     chains = chains_of(parents, token_ids, V, distinct_chains=distinct)
     shape = validate_tree(parents, token_ids, V, distinct_siblings=False)
-    q_rows = _check_draft_probs(draft_probs, shape, V, rule)
+    # the chain layout repeats a shared prefix's node, so its "children" count chains, not the
+    # distinct tokens drawn without replacement (chains_of checked those): i.i.d. row checks
+    q_rows = _check_draft_probs(draft_probs, shape, V, "with_replacement")
     inner = [node for chain in chains for node in chain[:-1]]
     if any(q_rows[i + 1] is None for i in [-1, *inner]):
         raise InvalidDraft("draft_probs", draft_probs,

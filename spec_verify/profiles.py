@@ -106,6 +106,16 @@ _CLAIMS: dict[tuple[str, str], tuple[Claim, str]] = {
         "per fixed draft the law is sampler-match's (CONTRACT.md section 9), not the output law: "
         "another lossless rule has another",
     ),
+    ("exact", "rule.kseq"): (
+        Claim.CONFORMANCE,
+        "per fixed chains the law is K-SEQ's over K chains (CONTRACT.md section 12), not the "
+        "output law: another lossless rule has another",
+    ),
+    ("exact", "rule.rrs"): (
+        Claim.CONFORMANCE,
+        "per fixed chains the law is recursive rejection sampling's over K chains (CONTRACT.md "
+        "section 12), not the output law: another lossless rule has another",
+    ),
     ("exact", "tree"): (
         Claim.CONFORMANCE,
         "per fixed tree the law is the contract's tree rule's: a lossless multi-draft rule "

@@ -32,7 +32,7 @@ _TIERS = (
 )
 # Literal copies keep --help from importing the harness (a test checks they match).
 _PROFILES = ("conformance", "lossless")
-_RULES = ("token", "block", "sampler_match")
+_RULES = ("token", "block", "sampler_match", "kseq", "rrs")
 _CAPABILITIES = (
     "verify_draft", "injected_uniforms", "greedy", "float32", "sampling_distribution",
     "prompt_lookup", "pcg32", "generation", "verify_tree", "uniforms_open_closed",
@@ -133,7 +133,8 @@ def register(subparsers: Any) -> None:
         choices=_RULES,
         default="token",
         help="the verification rule conformance is asked of: token (default, the contract), "
-        "block (block verification) or sampler_match (CONTRACT.md sections 3, 8, 9): parity "
+        "block (block verification), sampler_match (CONTRACT.md sections 3, 8, 9), or the "
+        "K-chain rules kseq, rrs of a verify_tree module (section 12): parity "
         "draw for draw with that rule's reference and the exact tier's rule.NAME; law checks "
         "are the same under every rule (docs/rules.md)",
     )

@@ -37,9 +37,9 @@ __all__ = [
 ]
 
 # The rules ``check --rule`` knows: "token" is the contract's (the default).
-CHECK_RULES = ("token", "block", "sampler_match")
+CHECK_RULES = ("token", "block", "sampler_match", "kseq", "rrs")
 
-_SECTIONS = {"token": 3, "block": 8, "sampler_match": 9}
+_SECTIONS = {"token": 3, "block": 8, "sampler_match": 9, "kseq": 12, "rrs": 12}
 
 # Token-rule checks that ask about its mechanics or its efficiency, not the output law: under
 # another rule they do not apply (the rule's own draw order is parity's question).
@@ -50,6 +50,16 @@ _TOKEN_ONLY = {
     ("statistical", "sequence.two_drafts"): "the token rule's law of a round's tuple",
     ("exact", "expected_length"): "the token rule's round-length law",
     ("edges", "certain_acceptance"): "the token rule's acceptance where p(x) >= q(x)",
+}
+
+
+# Under a multi-draft rule over K chains (kseq, rrs) the contract's tree rule and the chain
+# rule are not asked either: parity/rule.NAME and exact/rule.NAME ask the rule's own.
+_MULTIDRAFT_ONLY = {
+    ("parity", "verify_tree"): "per tree, the contract's tree rule's ids (section 6)",
+    ("exact", "tree"): "per fixed tree, the contract's tree rule's law (section 6)",
+    ("parity", "verify_draft"): "the chain rule's decisions (a K-chain rule has no chain "
+    "verify_draft to compare)",
 }
 
 
@@ -75,6 +85,11 @@ def token_only_reason(tier: str, name: str, rule: str) -> str | None:
     if rule == "token":
         return None
     what = _TOKEN_ONLY.get((tier, name))
+    if what is None and rule in ("kseq", "rrs"):
+        multi = _MULTIDRAFT_ONLY.get((tier, name))
+        if multi is not None:
+            return (f"{multi}: not asked under --rule {rule} (parity/rule.{rule} and "
+                    f"exact/rule.{rule} check the {rule} rule, CONTRACT.md section 12)")
     if what is None:
         return None
     return (f"{what}: a mechanic of the token rule, not asked under --rule {rule} "
@@ -159,8 +174,12 @@ def check_rule_exact(impl: Any, rule: str, *, quick: bool = False,
     from spec_verify.exact._cells import enumerate_round
     from spec_verify.reference.rules_exact import RULES
 
+    if check_rule(rule) in ("kseq", "rrs"):
+        from spec_verify.tiers._multidraft_rules import check_multidraft_exact
+
+        return check_multidraft_exact(impl, rule, quick=quick, progress=progress, repro=repro)
     start = time.perf_counter()
-    exact_rule = RULES[check_rule(rule)]
+    exact_rule = RULES[rule]
     name = f"rule.{rule}"
     rounds: Sequence[tuple[str, Any]] = list(_rounds(quick))
     unproven: tuple[str, Any, str] | None = None

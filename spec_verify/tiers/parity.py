@@ -652,7 +652,17 @@ def run_parity_tier(
     seeds = [case_seed] if case_seed is not None else case_seeds(seed, n)
     side = [case_seed] if case_seed is not None else case_seeds(seed, max(1, n // 5))
     results: list[CheckResult] = []
-    if "verify_draft" in capabilities and "injected_uniforms" in capabilities:
+    run = options.get("run")
+    if check_rule(rule) in ("kseq", "rrs"):  # K chains (CONTRACT.md section 12)
+        from spec_verify.profiles import not_applicable_in
+        from spec_verify.tiers._multidraft_rules import check_multidraft_parity
+
+        results.append(check_multidraft_parity(impl, rule, seed=seed, quick=quick,
+                                               progress=progress))
+        results.extend(r for r in (not_applicable_in(run, "parity", "verify_draft"),
+                                   not_applicable_in(run, "parity", "verify_tree"))
+                       if r is not None)
+    elif "verify_draft" in capabilities and "injected_uniforms" in capabilities:
         results.append(_check_verify(impl, seeds, seed, progress, check_rule(rule)))
     elif "verify_draft" in capabilities:
         results.append(
@@ -664,7 +674,7 @@ def run_parity_tier(
         results.append(_check_lookup(impl, side, seed, progress))
     if "pcg32" in capabilities and case_seed is None:
         results.append(_check_pcg32(impl, seed, quick))
-    if case_seed is None:
+    if case_seed is None and rule not in ("kseq", "rrs"):
         from spec_verify.tiers.tree import check_tree_parity
 
         tree = check_tree_parity(impl, seed=seed, quick=quick, progress=progress)
