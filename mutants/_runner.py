@@ -84,6 +84,8 @@ class RunOutcome:
         output: the tail of the run's standard output and error.
         wrote: files the suite created or changed in its copy, home or temporary folder.
         ran: node ids of the tests that reported, in the order they ran.
+        survivors: pids of the run's process tree still running after the fork server killed
+            it (``ipc.supervisor.kill_tree``); empty when nothing was left.
     """
 
     kind: str
@@ -99,6 +101,7 @@ class RunOutcome:
     output: str = ""
     wrote: tuple[str, ...] = ()
     ran: tuple[str, ...] = ()
+    survivors: tuple[int, ...] = ()
 
     @property
     def passed_cleanly(self) -> bool:
@@ -538,6 +541,7 @@ class RunPool:
             if isinstance(durations, dict) else {},
             output=output, wrote=wrote,
             ran=tuple(str(k) for k in durations) if isinstance(durations, dict) else (),
+            survivors=tuple(int(p) for p in reply.get("survivors", ()) if isinstance(p, int)),
 
         )
 

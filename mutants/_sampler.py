@@ -37,6 +37,8 @@ from collections.abc import Mapping
 from types import CodeType, ModuleType
 from typing import Any
 
+from spec_verify.ipc.supervisor import kill_tree
+
 from ._cores import pin_to
 
 __all__ = ["ORIGIN", "PACKAGE", "describe", "main", "module_names", "precompile"]
@@ -329,16 +331,14 @@ def _fork_runs(control: socket.socket) -> None:
         for fd in fds:
             os.close(fd)
         if request.get("op") == "end" and token in children:
-            with contextlib.suppress(OSError):
-                os.killpg(children.pop(token), signal.SIGKILL)
+            kill_tree(children.pop(token))
         _reap()
     _kill_all(children.values())
 
 
 def _kill_all(pids: Any) -> None:
     for pid in list(pids):
-        with contextlib.suppress(OSError):
-            os.killpg(pid, signal.SIGKILL)
+        kill_tree(pid)
     _reap()
 
 

@@ -4,7 +4,10 @@ Started once per grading as ``python -m spec_verify.mutants._worker`` with a fix
 it imports the heavy libraries (numpy, pytest, scipy, hypothesis) once, then reads one job per
 line on standard input and forks a child for it. The child, and only the child:
 
-- becomes its own process group (a time limit kills the group: the suite's subprocesses too);
+- becomes its own process group; where no PID namespace seals it, it becomes a subreaper
+  that kills what the suite left when it ends (``ipc.supervisor.supervise_self``); a time
+  limit, or the worker's end, kills its whole tree (``kill_tree``: the suite's subprocesses
+  and daemons too), and what still runs after is reported (``survivors``);
 - points standard input at ``/dev/null`` and standard output and error at the run's
   ``output.txt`` (the pipes to the grader are closed, so a suite cannot speak the protocol);
 - sets ``HOME`` and ``TMPDIR`` to folders inside the run, ``cwd`` to the suite's copy;
@@ -24,7 +27,8 @@ The worker never learns which reference a run gets: a job names only a run folde
 temporary path), pytest's arguments and a time limit, and the grader shuffles the runs. The
 clean run, the canary, the decoys and every mutant go through this same code path, so a suite
 can tell them apart only by the reference's behaviour. Replies are one JSON line per finished
-run: ``{"token", "kind": "exited" | "signaled" | "timed_out", "code", "seconds"}``.
+run: ``{"token", "kind": "exited" | "signaled" | "timed_out", "code", "seconds",
+"survivors"}`` (the pids of the run's tree still running after its kill: empty).
 """
 
 from __future__ import annotations
@@ -44,6 +48,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from spec_verify.ipc.supervisor import kill_tree, supervise_self
 
 from ._cores import pin_to
 
@@ -291,6 +297,7 @@ def _seal(job: dict[str, Any]) -> bool:
     than another (the grader says up front what the probe found)."""
     plan = job.get("sandbox")
     if not isinstance(plan, dict):
+        supervise_self()  # no namespace's pid 1: this process kills what the suite leaves
         return True
     from spec_verify._sandbox import enter_sandbox
 
@@ -299,6 +306,8 @@ def _seal(job: dict[str, Any]) -> bool:
         sys.stderr.write(f"run {job['token']}: the sandbox did not hold: {held.summary()}\n")
         sys.stderr.flush()
         os._exit(_INTERNAL_ERROR)
+    if not held.sealed:
+        supervise_self()
     return True
 
 
@@ -383,7 +392,8 @@ def main() -> int:
 
     def reply(job: dict[str, Any], kind: str, code: int) -> None:
         seconds = time.monotonic() - job["started"]
-        line = json.dumps({"token": job["token"], "kind": kind, "code": code, "seconds": seconds})
+        line = json.dumps({"token": job["token"], "kind": kind, "code": code, "seconds": seconds,
+                           "survivors": sorted(set(job.get("survivors", ())))})
         os.write(replies, line.encode() + b"\n")
 
     # A child's exit wakes the loop at once through its pidfd (Linux >= 5.3); elsewhere the
@@ -404,9 +414,8 @@ def main() -> int:
             chunk = os.read(requests, 1 << 16)
             if not chunk:
                 open_input = False
-                for pid in running:
-                    with contextlib.suppress(OSError):
-                        os.killpg(pid, signal.SIGKILL)
+                for pid, job in running.items():
+                    job.setdefault("survivors", []).extend(kill_tree(pid))
             pending += chunk
             while b"\n" in pending:
                 line, pending = pending.split(b"\n", 1)
@@ -435,23 +444,24 @@ def main() -> int:
         for pid, job in running.items():
             if not job["timed_out"] and now > job["deadline"]:
                 job["timed_out"] = True
-                with contextlib.suppress(OSError):
-                    os.killpg(pid, signal.SIGKILL)
+                job.setdefault("survivors", []).extend(kill_tree(pid))
         while running:
-            try:
-                pid, status = os.waitpid(-1, os.WNOHANG)
+            try:  # seen, not reaped: the run's pid (and group) cannot be reused while it is killed
+                seen = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
             except ChildProcessError:
                 break
-            if pid == 0:
+            if seen is None:
                 break
+            pid = seen.si_pid
+            if pid in running:  # whatever the run left behind in its tree or its group
+                running[pid].setdefault("survivors", []).extend(kill_tree(pid))
+            _, status = os.waitpid(pid, 0)
             job = running.pop(pid, None)
             for fd in [fd for fd, owner in pidfds.items() if owner == pid]:
                 os.close(fd)
                 del pidfds[fd]
             if job is None:
                 continue
-            with contextlib.suppress(OSError):  # whatever the run left behind in its group
-                os.killpg(pid, signal.SIGKILL)
             if job["timed_out"]:
                 reply(job, "timed_out", 0)
             elif os.WIFSIGNALED(status):
