@@ -599,8 +599,9 @@ def _multidraft_rule(args: argparse.Namespace) -> int:
              "round keeps: K-SEQ, recursive rejection without (rrs) and with replacement "
              "(rrs_with), the tree rule with_replacement on the same chains (tree_with), one "
              "chain's token rule and block verification; the optima are the largest E[kept] any "
-             "lossless rule reaches with the same chains, i.i.d. or heads without replacement "
-             "(a coupling LP, floats):",
+             "lossless rule reaches with the same chains, i.i.d. or drawn without "
+             "replacement (rrs's: a tree branching per the case, docs/rules.md; a coupling "
+             "LP, floats):",
              _table(rows, ["case", "K", "L", "V", "rule law", "implementation",
                            *(f"E[kept] {n}" for n in names), "optimum iid",
                            "optimum without", "s"])]
