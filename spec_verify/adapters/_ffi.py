@@ -24,6 +24,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from spec_verify.errors import ImplementationError, UnknownImplementation
+from spec_verify.ipc.frames import is_shared
 from spec_verify.reference.errors import (
     ContractError,
     InvalidDraft,
@@ -284,6 +285,13 @@ def _same_bits(a: NDArray[Any], b: NDArray[Any]) -> bool:
     return bool(np.array_equal(a.reshape(-1).view(np.uint8), b.reshape(-1).view(np.uint8)))
 
 
+def _before(array: NDArray[Any]) -> NDArray[Any] | None:
+    """What ``array`` held before the call, to compare after it; None for a shared array
+    mapped read-only (``ipc.frames.is_shared``): a store into it faults, so it cannot change
+    and needs no copy (a large vocabulary's rows are megabytes)."""
+    return None if is_shared(array) else array.copy()
+
+
 def _with_canary(n: int, dtype: Any, fill: Any) -> NDArray[Any]:
     buffer = np.empty(n + CANARY_WORDS, dtype=dtype)
     buffer[:] = fill
@@ -452,9 +460,9 @@ class Library:
             )
 
     def _check_unchanged(
-        self, call: str, argument: str, before: NDArray[Any], after: NDArray[Any]
+        self, call: str, argument: str, before: NDArray[Any] | None, after: NDArray[Any]
     ) -> None:
-        if not _same_bits(before, after):  # bitwise: NaN payloads and -0.0 count too
+        if before is not None and not _same_bits(before, after):  # bitwise: NaN payloads and -0.0 count too
             raise self._implementation_error(
                 call, f"modified its input {argument} (a const array in spec_verify.h)"
             )
@@ -504,7 +512,7 @@ class Library:
         V = row.shape[0]
         history_ids = _ids("history", history)
         prompt_ids = _ids("prompt", prompt)
-        before = row.copy()
+        before = _before(row)
         out = _with_canary(V, np.float64, _CANARY_F64)
         status = self._lib.sv_sampling_distribution(
             _ptr(row, _F64P),
@@ -640,13 +648,13 @@ class Library:
         prompt_ids = _ids("prompt", prompt)
         _check_u64("pcg_seed", pcg_seed)
         inputs = [
-            ("target_logits", rows, rows.copy()),
+            ("target_logits", rows, _before(rows)),
             ("draft_ids", ids, ids.copy()),
             ("history", history_ids, history_ids.copy()),
             ("prompt", prompt_ids, prompt_ids.copy()),
         ]
         if q is not None:
-            inputs.append(("draft_probs", q, q.copy()))
+            inputs.append(("draft_probs", q, _before(q)))
         failure: list[BaseException] = []
         returned_bad: list[float] = []
 
@@ -783,7 +791,7 @@ class Library:
         history_ids = _ids("history", history)
         prompt_ids = _ids("prompt", prompt)
         _check_u64("pcg_seed", pcg_seed)
-        inputs = [("target_logits", rows, rows.copy()), ("parents", parent_ids, parent_ids.copy()),
+        inputs = [("target_logits", rows, _before(rows)), ("parents", parent_ids, parent_ids.copy()),
                   ("token_ids", ids, ids.copy())]
         failure: list[BaseException] = []
         returned_bad: list[float] = []

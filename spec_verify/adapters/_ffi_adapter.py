@@ -56,7 +56,7 @@ from spec_verify.reference.pcg32 import Pcg32
 from spec_verify.reference.sampling import SamplingParams
 from spec_verify.uniforms import ScriptedUniforms, TooManyDraws, results_or_raised
 
-__all__ = ["DEFAULT_TIMEOUT", "Call", "FfiImplementation", "Outcome", "load_ffi"]
+__all__ = ["DEFAULT_TIMEOUT", "SHARED_ABOVE", "Call", "FfiImplementation", "Outcome", "load_ffi"]
 
 DEFAULT_TIMEOUT = 10.0  # seconds of library time per call
 _BATCH_SECONDS_PER_CALL = 0.05  # added to a batch's time limit per call in it
@@ -66,6 +66,9 @@ _SCRIPTS_PER_BATCH = 512  # verify_scripted_many calls per batch (the input cros
 _FRAME_BYTES = 64 << 20
 _FRAME_ARRAYS = 4096
 _START_TIMEOUT = 60.0  # a worker that is not ready by then is reported as hung at load
+# Arrays of at least this many bytes cross to the worker in a sealed memfd it maps read-only
+# (no stream copy, no input copy there: a store into one faults); smaller ones on the stream.
+SHARED_ABOVE = 256 << 10
 
 # (method, kwargs, uniform source) -> (outcome "ok" | "err", value or exception, n_drawn)
 Call = tuple[str, dict[str, Any], Any]
@@ -114,6 +117,7 @@ class FfiImplementation(Implementation):
         self.path = str(pathlib.Path(path).expanduser().resolve())
         self.name = f"ffi:{self.path}"
         self.timeout = timeout
+        self.shared_above: int | None = SHARED_ABOVE  # None: every array on the stream
         self.rule = "token"  # whose chain symbol verify_draft calls (use_rule)
         self.optional_symbols: frozenset[str] = frozenset()
         self.capabilities = frozenset(
@@ -138,6 +142,7 @@ class FfiImplementation(Implementation):
             if self._worker is not None:
                 return
             worker = WorkerProcess(self.name, "spec_verify.adapters._ffi_worker", [self.path])
+            worker.shared_above = self.shared_above
             try:
                 reply, _ = worker.exchange(None, None, "load", _START_TIMEOUT)
                 kind = reply.get("kind")

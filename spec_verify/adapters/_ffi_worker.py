@@ -49,7 +49,7 @@ from spec_verify.ipc.errors import WireError
 from spec_verify.ipc.frames import recv_message, require, send_message
 from spec_verify.reference.errors import InvalidParams
 
-__all__ = ["MAX_THREADS", "main", "run_batch", "run_call"]
+__all__ = ["MAX_THREADS", "keep_freed_memory", "main", "run_batch", "run_call"]
 
 MAX_THREADS = 16  # the most threads a batch may ask for
 
@@ -291,9 +291,33 @@ def _decode_call(call: Any, arrays: dict[str, Any]) -> tuple[str, dict[str, Any]
     return method, kwargs, source
 
 
+# glibc's mallopt parameters (malloc.h)
+_M_TRIM_THRESHOLD = -1
+_M_MMAP_THRESHOLD = -3
+_KEEP_FREED = 1 << 30  # bytes: allocations below this come from the heap, which keeps them
+
+
+def keep_freed_memory() -> bool:
+    """Let freed memory stay in this process's heap (glibc ``mallopt``), so that a library's
+    per-call buffers of a large vocabulary (a row of V = 128,000 is 1 MB, above glibc's mmap
+    threshold) are reused instead of mapped and faulted in, page by page, on every call: at
+    V = 128k page faults were half of the Rust port's time per call. What the heap keeps is
+    bounded by the peak of one call, within the worker's ``RLIMIT_AS``. False where there is
+    no glibc ``mallopt`` (another libc: nothing changes)."""
+    import ctypes
+
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (AttributeError, OSError):
+        return False
+    return bool(mallopt(_M_TRIM_THRESHOLD, _KEEP_FREED) and
+                mallopt(_M_MMAP_THRESHOLD, _KEEP_FREED))
+
+
 def main(argv: list[str]) -> int:
     fd, path = int(argv[1]), argv[2]
     harden_worker()
+    keep_freed_memory()
     sock = socket.socket(fileno=fd)
     try:
         lib = Library(path)

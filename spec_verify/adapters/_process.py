@@ -140,7 +140,12 @@ class WorkerProcess:
 
     ``module``'s ``main(argv)`` gets ``argv = [module, FD, *args]``; FD is its end of a socket
     pair carrying ``ipc.frames`` frames. The first frame it sends is its greeting.
+
+    ``shared_above``: requests' arrays of at least that many bytes cross in a sealed memfd
+    the worker maps read-only (``ipc.frames``), None: every array on the stream.
     """
+
+    shared_above: int | None = None
 
     def __init__(
         self,
@@ -224,7 +229,7 @@ class WorkerProcess:
         deadline = time.monotonic() + timeout
         try:
             if header is not None:
-                send_message(self.sock, header, arrays, deadline)
+                send_message(self.sock, header, arrays, deadline, shared_above=self.shared_above)
             if while_waiting is not None:
                 started = time.monotonic()
                 while_waiting()
@@ -238,7 +243,8 @@ class WorkerProcess:
                 started = time.monotonic()
                 answer, answer_arrays = serve(reply, reply_arrays)
                 deadline += time.monotonic() - started
-                send_message(self.sock, answer, answer_arrays, deadline)
+                send_message(self.sock, answer, answer_arrays, deadline,
+                             shared_above=self.shared_above)
         except WireTimeout:
             self.kill()
             raise ImplementationError(
