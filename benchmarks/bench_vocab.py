@@ -11,10 +11,11 @@ and the port it is timed as part of the call, a numpy softmax), the target's dis
 the accept tests, the residual or bonus draw. A second reference column, "ref, q given", times
 ``verify_draft`` alone on precomputed draft probabilities (its own API). The reference and the
 port draw from the contract's PCG32 stream of the same seed, so their decisions must be the
-same (a boundary tie aside), and the benchmark counts any difference; transformers draws from
-torch's generator. torch runs on one thread (``torch.set_num_threads(1)``), as the reference
-runs on one core. The implementations are timed in interleaved rounds, so a machine shared with
-other work slows them alike.
+same (a boundary tie aside), and the benchmark counts any difference (and any between the
+port with its large inputs in shared memory and "port copied", every array on the stream);
+transformers draws from torch's generator. torch runs on one thread
+(``torch.set_num_threads(1)``), as the reference runs on one core. The implementations are
+timed in interleaved rounds, so a machine shared with other work slows them alike.
 
 Usage: python benchmarks/bench_vocab.py [--vocab 1000 4000 ...] [--k 4] [--calls N]
        [--lib PATH] [--no-port] [--json docs/bench_vocab.json] [--plot docs/bench_vocab.png]
@@ -168,6 +169,7 @@ def plot(results: dict[str, Any], path: Path) -> None:
         ("reference_q_given", "reference, draft probabilities given"),
         ("port_batched", "Rust port via FFI, batched"),
         ("port_one", "Rust port via FFI, one call per message"),
+        ("port_copied", "Rust port via FFI, one call per message, arrays copied"),
         ("transformers", "transformers _speculative_sampling (torch, 1 thread)"),
     ):
         ys = [row.get(key) for row in results["rows"]]
@@ -195,11 +197,15 @@ def main() -> None:
     parser.add_argument("--json", type=Path)
     parser.add_argument("--plot", type=Path)
     args = parser.parse_args()
-    impl = None
+    impl = copying = None
     if not args.no_port:
         from _port import load_port
 
         impl = load_port(args.lib)
+        # the same port with every array on the stream, copied (the path before shared memory)
+        copying = load_port(impl.path)
+        copying.close()
+        copying.shared_above = None
     results: dict[str, Any] = {
         "commit": commit(),
         "k": args.k,
@@ -217,7 +223,8 @@ def main() -> None:
     print(f"k = {args.k}, {args.calls} distinct calls per V, commit {results['commit']}")
     header = (
         f"{'V':>8} {'reference':>10} {'ref,q given':>11} {'port 1/msg':>11} "
-        f"{'port batch':>11} {'transf.':>9} {'ref/transf':>10} {'(q given)':>9} "
+        f"{'port batch':>11} {'port copied':>11} {'port/ref':>8} {'transf.':>9} "
+        f"{'ref/transf':>10} {'(q given)':>9} "
         f"{'accepted ref/port/transf':>25} {'differ':>6}"
     )
     print(header)
@@ -230,6 +237,7 @@ def main() -> None:
         if impl is not None:
             runners["port_one"] = port_runner(impl, calls, False)
             runners["port_batched"] = port_runner(impl, calls, True)
+            runners["port_copied"] = port_runner(copying, calls, False)
         transformers_run = transformers_runner(calls)
         if transformers_run is not None:
             runners["transformers"] = transformers_run
@@ -242,6 +250,10 @@ def main() -> None:
             differ = sum(
                 a != b for a, b in zip(answers["reference"], answers["port_one"], strict=True)
             )
+            differ += sum(
+                a != b for a, b in zip(answers["port_one"], answers["port_copied"], strict=True)
+            )
+            row["port_one_over_reference"] = rates["port_one"] / rates["reference"]
         if transformers_run is not None:
             # transformers draws from torch's generator: only the mean compares
             accepted.append(float(np.mean(answers["transformers"])))
@@ -263,14 +275,16 @@ def main() -> None:
 
         print(
             f"{V:>8} {fmt('reference', 10)} {fmt('reference_q_given', 11)} "
-            f"{fmt('port_one', 11)} {fmt('port_batched', 11)} {fmt('transformers', 9)} "
+            f"{fmt('port_one', 11)} {fmt('port_batched', 11)} {fmt('port_copied', 11)} "
+            f"{ratio('port_one_over_reference', 8)} {fmt('transformers', 9)} "
             f"{ratio('reference_over_transformers', 10)} "
             f"{ratio('reference_q_given_over_transformers', 9)} "
             f"{' / '.join(f'{a:.2f}' for a in accepted):>25} {differ:>6}",
             flush=True,
         )
-    if impl is not None:
+    if impl is not None and copying is not None:
         impl.close()
+        copying.close()
     if args.json:
         args.json.write_text(json.dumps(results, indent=2) + "\n")
     if args.plot:

@@ -462,7 +462,8 @@ class Library:
     def _check_unchanged(
         self, call: str, argument: str, before: NDArray[Any] | None, after: NDArray[Any]
     ) -> None:
-        if before is not None and not _same_bits(before, after):  # bitwise: NaN payloads and -0.0 count too
+        # bitwise: NaN payloads and -0.0 count too (None: a shared input, which cannot change)
+        if before is not None and not _same_bits(before, after):
             raise self._implementation_error(
                 call, f"modified its input {argument} (a const array in spec_verify.h)"
             )
@@ -791,8 +792,8 @@ class Library:
         history_ids = _ids("history", history)
         prompt_ids = _ids("prompt", prompt)
         _check_u64("pcg_seed", pcg_seed)
-        inputs = [("target_logits", rows, _before(rows)), ("parents", parent_ids, parent_ids.copy()),
-                  ("token_ids", ids, ids.copy())]
+        inputs = [("target_logits", rows, _before(rows)),
+                  ("parents", parent_ids, parent_ids.copy()), ("token_ids", ids, ids.copy())]
         failure: list[BaseException] = []
         returned_bad: list[float] = []
 
