@@ -242,7 +242,15 @@ def _check_delta(delta: Any) -> float:
         raise InvalidArgument(
             "delta", delta, "must be a total-variation distance in (0, 1]", "e.g. delta=0.05"
         )
+    if checked < _SMALLEST_DELTA:  # 4 delta^2 underflows: n ~ 1/(4 delta^2) is no float
+        raise InvalidArgument(
+            "delta", delta, f"must be at least {_SMALLEST_DELTA:g}: below it 4*delta^2 "
+            "underflows and no sample size is representable", "e.g. delta=0.05"
+        )
     return checked
+
+
+_SMALLEST_DELTA = 1e-150
 
 
 def _check_power(power: Any, alpha: float) -> float:

@@ -20,6 +20,12 @@ def run(argv: list[str]) -> int:
     return code
 
 
+def test_the_smallest_delta_still_plans(capsys: pytest.CaptureFixture[str]) -> None:
+    # the negative control of the underflow rule: just above it, a sample size is given
+    assert run(["--vocab", "5", "--delta", "1e-140"]) == 0
+    assert capsys.readouterr().out.startswith("required samples: ")
+
+
 def test_listed_in_the_cli() -> None:
     assert "spec_verify.cli._power" in cli._COMMANDS
 
@@ -71,6 +77,8 @@ def test_over_budget_says_what_fits(capsys: pytest.CaptureFixture[str]) -> None:
     [
         (["--vocab", "1", "--delta", "0.05"], "--vocab"),
         (["--vocab", "5", "--delta", "0"], "--delta"),
+        (["--vocab", "5", "--delta", "1e-300"], "--delta"),  # 4 delta^2 underflows (was exit 3)
+        (["--vocab", "5", "--delta", "1e-151"], "--delta"),
         (["--vocab", "5", "--delta", "0.05", "--alpha", "2"], "--alpha"),
         (["--vocab", "5", "--delta", "0.05", "--power", "1"], "--power"),
         (["--vocab", "5", "--samples", "0"], "--samples"),
