@@ -106,7 +106,7 @@ def port_runner(impl: Any, calls: list[dict[str, Any]], batched: bool) -> Callab
             outcomes = impl.batch([one(c) for c in calls])
         else:
             outcomes = [impl.batch([one(c)])[0] for c in calls]
-        return [int(value[1]) if kind == "ok" else -1 for kind, value, _ in outcomes]
+        return [int(o.value[1]) if o.is_ok else -1 for o in outcomes]
 
     return run
 

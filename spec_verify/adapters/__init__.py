@@ -2,6 +2,7 @@
 ``python:``, ``ffi:`` and ``mutant:`` specs, the FFI worker and the Rust port build."""
 
 from spec_verify._exports import check_exports
+from spec_verify.adapters._calls import Call, CallOutcome, Draws, Outcome, UniformPlan
 from spec_verify.adapters._ffi import (
     ABI_VERSION,
     CANARY_WORDS,
@@ -15,9 +16,7 @@ from spec_verify.adapters._ffi import (
 )
 from spec_verify.adapters._ffi_adapter import (
     DEFAULT_TIMEOUT,
-    Call,
     FfiImplementation,
-    Outcome,
     load_ffi,
 )
 from spec_verify.adapters._guard import (
@@ -25,7 +24,7 @@ from spec_verify.adapters._guard import (
 )
 from spec_verify.adapters._implementations import (
     CAPABILITIES,
-    BatchedImplementation,
+    AbiImplementation,
     Implementation,
     PythonImplementation,
     TreeImplementation,
@@ -56,9 +55,11 @@ __all__ = [
     "REQUEST_STREAM",
     "STATUS_NAMES",
     "SYMBOLS",
-    "BatchedImplementation",
+    "AbiImplementation",
     "Call",
+    "CallOutcome",
     "CallbackFailed",
+    "Draws",
     "FfiImplementation",
     "Implementation",
     "Library",
@@ -67,6 +68,7 @@ __all__ = [
     "PythonImplementation",
     "SvSamplingParams",
     "TreeImplementation",
+    "UniformPlan",
     "build_port",
     "check_tree_result",
     "find_cargo",

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from spec_verify.adapters._calls import Call, CallOutcome, Draws
 from spec_verify.adapters._codec import ArrayTable, decode_error, decode_value, encode_value
 from spec_verify.adapters._ffi import PARAM_FIELDS, params_struct
 from spec_verify.adapters._implementations import (
@@ -56,7 +57,7 @@ from spec_verify.reference.pcg32 import Pcg32
 from spec_verify.reference.sampling import SamplingParams
 from spec_verify.uniforms import ScriptedUniforms, TooManyDraws, results_or_raised
 
-__all__ = ["DEFAULT_TIMEOUT", "SHARED_ABOVE", "Call", "FfiImplementation", "Outcome", "load_ffi"]
+__all__ = ["DEFAULT_TIMEOUT", "SHARED_ABOVE", "FfiImplementation", "WireCall", "load_ffi"]
 
 DEFAULT_TIMEOUT = 10.0  # seconds of library time per call
 _BATCH_SECONDS_PER_CALL = 0.05  # added to a batch's time limit per call in it
@@ -70,15 +71,16 @@ _START_TIMEOUT = 60.0  # a worker that is not ready by then is reported as hung 
 # (no stream copy, no input copy there: a store into one faults); smaller ones on the stream.
 SHARED_ABOVE = 256 << 10
 
-# (method, kwargs, uniform source) -> (outcome "ok" | "err", value or exception, n_drawn)
-Call = tuple[str, dict[str, Any], Any]
-Outcome = tuple[str, Any, int]
+# One raw call of the worker's wire: (method, kwargs, uniform source), the source as
+# ("list", [u, ...]), ("seed", s), ("forbid",), ("remote",) or ("missing",); its answer is a
+# ``CallOutcome``.
+WireCall = tuple[str, dict[str, Any], Any]
 
 _QUIT = {"kind": "quit"}
 _COPYABLE_SOURCES = (Pcg32, random.Random, np.random.Generator)
 
 
-def _encode_call(call: Call, arrays: dict[str, Any]) -> dict[str, Any]:
+def _encode_call(call: WireCall, arrays: dict[str, Any]) -> dict[str, Any]:
     method, kwargs, source = call
     return {
         "method": method,
@@ -87,19 +89,20 @@ def _encode_call(call: Call, arrays: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _decode_outcome(impl: str, data: Any, arrays: dict[str, Any]) -> Outcome:
-    """One outcome frame entry as ``(kind, value, drawn)``; anything else is the worker's
-    protocol breach (``WireError``)."""
+def _decode_outcome(impl: str, data: Any, arrays: dict[str, Any]) -> CallOutcome:
+    """One outcome frame entry; anything else is the worker's protocol breach
+    (``WireError``). A failure that is no exception here (``too_many``: a scripted source
+    ran out; ``remote_failed``: the caller's source raised) is ``ERR`` with its name."""
     if not isinstance(data, dict):
         raise WireError("an outcome is not a dict")
     kind = require(data, "outcome", str)
     drawn = require(data, "drawn", int)
     if kind == "ok":
-        return ("ok", decode_value(data.get("value"), arrays), drawn)
+        return CallOutcome.ok(decode_value(data.get("value"), arrays), drawn)
     if kind == "err":
-        return ("err", decode_error(data.get("value")), drawn)
+        return CallOutcome.err(decode_error(data.get("value")), drawn)
     if kind in ("remote_failed", "too_many"):
-        return ("err", kind, drawn)
+        return CallOutcome.err(kind, drawn)
     raise WireError(f"an outcome of kind {kind!r:.40}")
 
 
@@ -112,6 +115,8 @@ class FfiImplementation(Implementation):
         last_uniforms_drawn: how many uniforms the last ``verify_draft`` or ``verify_tree``
             drew.
     """
+
+    batch_stream = Draws.SEEDED  # sampled rounds on the library's own PCG32, in the worker
 
     def __init__(self, path: str | os.PathLike[str], timeout: float = DEFAULT_TIMEOUT) -> None:
         self.path = str(pathlib.Path(path).expanduser().resolve())
@@ -251,21 +256,24 @@ class FfiImplementation(Implementation):
         try:
             if reply.get("kind") != "done":
                 raise WireError(f"the answer to a call is {reply.get('kind')!r:.40}")
-            outcome, value, drawn = _decode_outcome(self.name, reply, reply_arrays)
+            outcome = _decode_outcome(self.name, reply, reply_arrays)
         except WireError as exc:
             raise self._protocol_error(method, exc) from None
         if method in ("verify_draft", "verify_tree"):
-            self.last_uniforms_drawn = drawn
-        return self._value_of(method, outcome, value, failures)
+            self.last_uniforms_drawn = outcome.drawn
+        return self._value_of(method, outcome, failures)
 
     def _value_of(
-        self, method: str, outcome: str, value: Any, failures: list[BaseException]
+        self, method: str, outcome: CallOutcome, failures: list[BaseException]
     ) -> Any:
         """The value of one decoded outcome, or the exception it stands for (``failures``:
         what the caller's uniform source raised during the call)."""
-        if outcome == "err" and value == "too_many":
+        value = outcome.value
+        if outcome.is_ok:
+            return value
+        if value == "too_many":
             raise TooManyDraws  # the scripted source's hard limit, as in this process
-        if outcome == "err" and value == "remote_failed":
+        if value == "remote_failed":
             # the caller's uniform source raised: as a Python implementation would
             if not failures:
                 raise self._protocol_error(method, WireError("a uniform failure never asked for"))
@@ -275,35 +283,89 @@ class FfiImplementation(Implementation):
             raise ImplementationError(
                 self.name, method, f"raised {type(failure).__name__}: {failure}"
             ) from failure
-        if outcome == "err":
-            raise value
-        return value
+        raise value
 
     def batch(
         self,
-        calls: Sequence[Call],
+        calls: Sequence[WireCall],
         while_waiting: Callable[[], None] | None = None,
         threads: int = 1,
-    ) -> list[Outcome]:
-        """Run many calls in one message; each outcome is ``("ok", value, n_drawn)`` or
-        ``("err", exception, n_drawn)``. Uniform sources must be ``("list", [...])``,
-        ``("seed", s)`` or ``("forbid",)``. ``while_waiting()`` runs in this process while
-        the worker computes (e.g. the reference's side of the same cases). ``threads > 1``
-        runs the calls on that many of the worker's threads at once (outcomes still in call
-        order): the thread-safety check.
+    ) -> list[CallOutcome]:
+        """Run many raw calls in one message, one ``CallOutcome`` each. Uniform sources
+        must be ``("list", [...])``, ``("seed", s)`` or ``("forbid",)``. ``while_waiting()``
+        runs in this process while the worker computes (e.g. the reference's side of the same
+        cases). ``threads > 1`` runs the calls on that many of the worker's threads at once
+        (outcomes still in call order): the thread-safety check.
 
         Raises:
             ImplementationError: the worker crashed, hung or broke the protocol during the
                 batch (which call is unknown: run them one by one to find it).
         """
-        outcomes: list[Outcome] = []
+        outcomes: list[CallOutcome] = []
         for chunk in _frames(calls):  # a frame's arrays stay well under the wire's limit
             outcomes += self._batch_frame(chunk, while_waiting, threads)
         return outcomes
 
+    def call_many(
+        self,
+        calls: Sequence[Call],
+        rng: Any = None,
+        while_waiting: Callable[[], None] | None = None,
+    ) -> list[CallOutcome]:
+        """The calls in one message per frame (``batch``), each source rebuilt in the worker
+        from its plan; ``LIVE`` calls ask ``rng`` from this process, one call at a time.
+        A call's value is as the worker returned it (the ABI's buffers shape it), a tree
+        call's checked by ``check_tree_result``."""
+        if any(c.plan.draws is Draws.LIVE for c in calls):
+            return super().call_many(calls, rng, while_waiting)
+        outcomes = self.batch([self._wire_call(c) for c in calls], while_waiting=while_waiting)
+        return [self._checked(c, o) for c, o in zip(calls, outcomes, strict=True)]
+
+    def _wire_call(self, call: Call) -> WireCall:
+        """One ``Call`` as the worker's raw call (its plan as a wire source)."""
+        a, plan = call.args, call.plan
+        source: Any
+        if plan.draws is Draws.SCRIPTED:
+            source = ("list", list(plan.values))
+        elif plan.draws is Draws.SEEDED:
+            source = ("seed", plan.seed)
+        else:
+            source = ("forbid",)
+        if call.method == "verify_draft":
+            return self.verify_call(a["target_logits"], a["draft_ids"], a["draft_probs"],
+                                    a["p"], a["history"], a["prompt"], source)  # fmt: skip
+        if call.method == "verify_tree":
+            return self.tree_call(a["target_logits"], a["parents"], a["token_ids"],
+                                  a["draft_probs"], a["p"], a["history"], a["prompt"], source,
+                                  a["rule"])  # fmt: skip
+        if call.method == "sampling_distribution":
+            kwargs = {"logits": a["logits"], "params": self.params_tuple(a["p"]),
+                      "history": list(a["history"]), "prompt": list(a["prompt"])}  # fmt: skip
+            return ("sampling_distribution", kwargs, None)
+        kwargs = {"ctx": list(a["ctx"]), "k": a["k"], "max_ngram": a["max_ngram"],
+                  "min_ngram": a["min_ngram"]}  # fmt: skip
+        return ("prompt_lookup", kwargs, None)
+
+    def _checked(self, call: Call, outcome: CallOutcome) -> CallOutcome:
+        if not outcome.is_ok:
+            return outcome
+        if call.method == "verify_draft":
+            emitted, accepted = outcome.value
+            return CallOutcome.ok((list(emitted), int(accepted)), outcome.drawn)
+        if call.method == "verify_tree":
+            a = call.args
+            try:
+                value = check_tree_result(self.name, outcome.value, list(a["parents"]),
+                                          list(a["token_ids"]),
+                                          np.shape(a["target_logits"])[-1])  # fmt: skip
+            except ImplementationError as exc:
+                return CallOutcome.err(exc, outcome.drawn)
+            return CallOutcome.ok(value, outcome.drawn)
+        return outcome
+
     def _batch_frame(
-        self, calls: Sequence[Call], while_waiting: Callable[[], None] | None, threads: int
-    ) -> list[Outcome]:
+        self, calls: Sequence[WireCall], while_waiting: Callable[[], None] | None, threads: int
+    ) -> list[CallOutcome]:
         """One batch message and its outcomes (``batch``)."""
         timeout = self.timeout + _BATCH_SECONDS_PER_CALL * len(calls)
         arrays = ArrayTable()  # an input shared by many calls crosses once
@@ -335,7 +397,7 @@ class FfiImplementation(Implementation):
         history: Sequence[int],
         prompt: Sequence[int],
         source: Any,
-    ) -> Call:
+    ) -> WireCall:
         """``verify_draft``'s arguments as one call for ``batch`` (``source`` as it says;
         raises InvalidParams for bad sampling parameters)."""
         kwargs = {
@@ -414,11 +476,11 @@ class FfiImplementation(Implementation):
             chunk = sources[begin : begin + _SCRIPTS_PER_BATCH]
             calls = [("verify_draft", kwargs, _scripted_source(s)) for s in chunk]
             outcomes = self.batch(calls)
-            for source, (_, _, drawn) in zip(chunk, outcomes, strict=True):
-                source.drawn += drawn
+            for source, outcome in zip(chunk, outcomes, strict=True):
+                source.drawn += outcome.drawn or 0
             results += results_or_raised(
                 lambda outcome: check_verify_result(
-                    self.name, self._value_of("verify_draft", outcome[0], outcome[1], []), m, V
+                    self.name, self._value_of("verify_draft", outcome, []), m, V
                 ),
                 outcomes,
             )
@@ -459,7 +521,7 @@ class FfiImplementation(Implementation):
         prompt: Sequence[int],
         source: Any,
         rule: str = "with_replacement",
-    ) -> Call:
+    ) -> WireCall:
         """``verify_tree``'s arguments as one call for ``batch`` (raises InvalidParams for bad
         sampling parameters); its value is ``(emitted_ids, accepted_nodes)``, unchecked."""
         kwargs: dict[str, Any] = {
@@ -549,11 +611,11 @@ class FfiImplementation(Implementation):
         return f"FfiImplementation({self.path!r})"
 
 
-def _frames(calls: Sequence[Call]) -> list[Sequence[Call]]:
+def _frames(calls: Sequence[WireCall]) -> list[Sequence[WireCall]]:
     """``calls`` cut into runs whose arrays (each array object counted once, as
     ``ArrayTable`` sends it) add up to at most ``_FRAME_BYTES`` and ``_FRAME_ARRAYS``; a call
     larger than that alone makes a frame of its own."""
-    frames: list[Sequence[Call]] = []
+    frames: list[Sequence[WireCall]] = []
     start = 0
     held: dict[int, int] = {}  # id -> bytes of the arrays in the frame being filled
     for end, call in enumerate(calls):

@@ -1,7 +1,7 @@
 """Implementations under test: the adapter protocol, capabilities and result checks.
 
 The adapters are the only code that knows how an implementation is called; tiers see only
-``Implementation`` (and the batched protocols). Loading one from a spec string is
+``Implementation`` (its one batching path is ``call_many``, ``_calls.py``). Loading one from a spec string is
 ``_loader.py``'s, which imports the adapters; this module imports none of them.
 """
 
@@ -18,6 +18,7 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 import numpy as np
 from numpy.typing import NDArray
 
+from spec_verify.adapters._calls import Call, CallOutcome, Draws
 from spec_verify.adapters._generation_request import (
     GENERATION_TIMEOUT,
     GenerationRequest,
@@ -39,8 +40,7 @@ ScriptedResult = tuple[list[int], int] | BaseException
 __all__ = [
     "CAPABILITIES",
     "DECLARATION",
-    "BatchedImplementation",
-    "BatchedTreeImplementation",
+    "AbiImplementation",
     "Implementation",
     "ProposeRound",
     "PythonImplementation",
@@ -137,7 +137,7 @@ ProposeRound = tuple[NDArray[np.float64], NDArray[np.float64], Sequence[int], Se
 # draft_ids, draft_probs, history, prompt).
 VerifyRound = tuple[NDArray[np.float64], Sequence[int], "NDArray[np.float64] | None",
                     Sequence[int], Sequence[int]]  # fmt: skip
-# one verify_tree call of verify_tree_many: (target_logits, parents, token_ids, draft_probs,
+# one verify_tree call of a batch: (target_logits, parents, token_ids, draft_probs,
 # history, prompt)
 TreeRound = tuple[NDArray[np.float64], Sequence[int], Sequence[int], Any, Sequence[int],
                   Sequence[int]]  # fmt: skip
@@ -167,6 +167,10 @@ class Implementation(abc.ABC):
     # adapters with a worker cut a call's limit to it (``call_limit``).
     budget_deadline: float | None = None
     budget: float | None = None
+    # How a tier plans independent sampled rounds: ``LIVE`` (one harness-seeded source the
+    # rounds share, ``tiers._drive.implementation_rng``) or ``SEEDED`` (each round its own seed
+    # on the implementation's own stream, next to it: the C ABI adapter's).
+    batch_stream: Draws = Draws.LIVE
 
     @abc.abstractmethod
     def verify_draft(
@@ -181,16 +185,84 @@ class Implementation(abc.ABC):
     ) -> tuple[list[int], int]:
         """``(emitted_ids, n_accepted)`` of one verification (docs/implementing.md)."""
 
-    def verify_many(
-        self, rounds: Sequence[VerifyRound], p: Any, rng: Any
-    ) -> list[tuple[list[int], int]]:
-        """``verify_draft`` on each round with one ``p`` and one uniform source, in order (the
-        statistical tier's i.i.d. rounds); the first round that raises ends it. An adapter
-        whose calls cross a process boundary sends them together."""
-        return [
-            self.verify_draft(logits, ids, probs, p, history, rng, prompt)
-            for logits, ids, probs, history, prompt in rounds
-        ]
+    def call_many(
+        self,
+        calls: Sequence[Call],
+        rng: Any = None,
+        while_waiting: Callable[[], None] | None = None,
+    ) -> list[CallOutcome]:
+        """The one batching path: each ``Call`` (``_calls.py``: the method, its arguments,
+        the plan of its uniforms) in order, one ``CallOutcome`` each. ``rng`` is the source
+        of the ``LIVE`` calls, shared in order; ``while_waiting()`` runs in this process
+        while the implementation computes (the reference's side of the same cases). An
+        adapter whose calls cross a process boundary sends them together.
+
+        A call that raises the contract's ``ValueError`` or an ``ImplementationError`` is an
+        ``ERR`` outcome and the next call runs; except a ``LIVE`` call: the calls share one
+        stream, so the first that raises ends the batch with its exception.
+
+        Raises:
+            ImplementationError: the batch as a whole failed (a worker crashed, hung or broke
+                the protocol), so which call did it is unknown: make the calls one by one.
+            BudgetExhausted: the run's budget ran out.
+        """
+        if while_waiting is not None:
+            while_waiting()
+        return [self._call_one(call, rng) for call in calls]
+
+    def _call_one(self, call: Call, rng: Any) -> CallOutcome:
+        """One call of ``call_many`` in this process, its source built from its plan."""
+        plan = call.plan
+        if plan.draws is Draws.LIVE:
+            return CallOutcome.ok(self._dispatch(call, rng))
+        source: Any
+        if plan.draws is Draws.SEEDED:
+            source = self.request_rng(plan.seed)
+            if source is None:
+                from spec_verify.reference.pcg32 import request_rng
+
+                source = request_rng(plan.seed)
+        else:
+            source = ScriptedUniforms(plan.values if plan.draws is Draws.SCRIPTED else ())
+
+        def count() -> int | None:
+            return source.drawn if isinstance(source, ScriptedUniforms) else None
+
+        try:
+            value = self._dispatch(call, source)
+        except (ValueError, ImplementationError) as exc:
+            return CallOutcome.err(exc, count())
+        except Exception as exc:  # an implementation object that does not guard its calls
+            error = ImplementationError(
+                self.name, call.method, f"raised {type(exc).__name__}: {exc}"
+            )
+            return CallOutcome.err(error, count())
+        return CallOutcome.ok(value, count())
+
+    def _dispatch(self, call: Call, source: Any) -> Any:
+        """``call``'s method on this implementation with ``source`` as its uniforms."""
+        a = call.args
+        if call.method == "verify_draft":
+            result = self.verify_draft(
+                a["target_logits"], list(a["draft_ids"]), a["draft_probs"], a["p"],
+                list(a["history"]), source, list(a["prompt"]),
+            )  # fmt: skip
+            try:
+                return (list(result[0]), int(result[1]))
+            except (TypeError, ValueError, IndexError) as exc:
+                raise ImplementationError(
+                    self.name, "verify_draft", f"returned {result!r} ({exc})"
+                ) from None
+        if call.method == "verify_tree":
+            if not isinstance(self, TreeImplementation) or "verify_tree" not in self.capabilities:
+                raise self._not_offered("verify_tree")
+            return self.verify_tree(
+                a["target_logits"], a["parents"], a["token_ids"], a["draft_probs"], a["p"],
+                a["history"], source, a["prompt"], rule=a["rule"],
+            )  # fmt: skip
+        if call.method == "sampling_distribution":
+            return self.sampling_distribution(a["logits"], a["p"], a["history"], a["prompt"])
+        return self.prompt_lookup(a["ctx"], a["k"], a["max_ngram"], a["min_ngram"])
 
     def verify_scripted_many(
         self,
@@ -219,20 +291,6 @@ class Implementation(abc.ABC):
             ),
             sources,
         )
-
-    def verify_tree_many(
-        self, rounds: Sequence[TreeRound], p: Any, rng: Any, rule: str = "with_replacement"
-    ) -> list[tuple[list[int], list[int]]]:
-        """``verify_tree`` on each round with one ``p``, ``rule`` and uniform source, in order
-        (the statistical tier's i.i.d. tree rounds; capability ``verify_tree``); the first
-        round that raises ends it. An adapter whose calls cross a process boundary may send
-        them together, as ``verify_many`` does."""
-        if not isinstance(self, TreeImplementation) or "verify_tree" not in self.capabilities:
-            raise self._not_offered("verify_tree")
-        return [
-            self.verify_tree(logits, parents, tokens, probs, p, history, rng, prompt, rule=rule)
-            for logits, parents, tokens, probs, history, prompt in rounds
-        ]
 
     def propose_many(
         self, rounds: Sequence[ProposeRound], p: Any, draft_p: Any, rng: Any
@@ -402,63 +460,22 @@ class TreeImplementation(Protocol):
 
 
 @runtime_checkable
-class BatchedImplementation(Protocol):
-    """An implementation that takes many calls in one message (the C ABI adapter): the parity
-    and statistical tiers send their cases in batches through it.
-
-    Uniform sources in a batch are data: ``("list", [u, ...])`` (scripted), ``("seed", s)`` (the
-    library's own PCG32 stream), ``("forbid",)`` (greedy: no draw allowed).
-    """
+class AbiImplementation(Protocol):
+    """An implementation behind the C ABI (the FFI adapter), for the checks of the ABI itself
+    (its one-step functions, status names, thread safety): raw calls by the ABI's names.
+    Every other check goes through ``Implementation.call_many``."""
 
     def batch(
-        self, calls: Sequence[Any], while_waiting: Callable[[], None] | None = None
-    ) -> list[tuple[str, Any, int]]:
-        """Each call's ``("ok", value, n_drawn)`` or ``("err", exception, n_drawn)``."""
-        ...
-
-    def verify_call(
         self,
-        target_logits: NDArray[np.float64],
-        draft_ids: Sequence[int],
-        draft_probs: NDArray[np.float64] | None,
-        p: Any,
-        history: Sequence[int],
-        prompt: Sequence[int],
-        source: Any,
-    ) -> tuple[str, dict[str, Any], Any]:
-        """``verify_draft``'s arguments as one call for ``batch``."""
+        calls: Sequence[Any],
+        while_waiting: Callable[[], None] | None = None,
+        threads: int = 1,
+    ) -> list[CallOutcome]:
+        """Each raw ``(method, kwargs, source)`` call's ``CallOutcome``."""
         ...
 
     def params_tuple(self, p: Any) -> tuple[Any, ...]:
         """The C ABI's parameter fields of ``p``."""
-        ...
-
-
-@runtime_checkable
-class BatchedTreeImplementation(Protocol):
-    """A ``BatchedImplementation`` that also takes ``verify_tree`` calls in a batch (the C ABI
-    adapter of a library exporting ``sv_verify_tree``): the statistical tier's tree rounds go
-    in one message per batch, each from the library's own PCG32 stream (``("seed", s)``)."""
-
-    def batch(
-        self, calls: Sequence[Any], while_waiting: Callable[[], None] | None = None
-    ) -> list[tuple[str, Any, int]]:
-        """Each call's ``("ok", value, n_drawn)`` or ``("err", exception, n_drawn)``."""
-        ...
-
-    def tree_call(
-        self,
-        target_logits: NDArray[np.float64],
-        parents: Sequence[int],
-        token_ids: Sequence[int],
-        draft_probs: Sequence[NDArray[np.float64] | None] | None,
-        p: Any,
-        history: Sequence[int],
-        prompt: Sequence[int],
-        source: Any,
-        rule: str = "with_replacement",
-    ) -> tuple[str, dict[str, Any], Any]:
-        """``verify_tree``'s arguments as one call for ``batch``."""
         ...
 
 

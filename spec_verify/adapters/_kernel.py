@@ -9,7 +9,7 @@ with -1). A ``python:`` module that offers such a kernel instead of the contract
     SPEC_VERIFY_KERNEL = "rejection_sample"
 
 and ``KernelImplementation`` is then its ``Implementation``: each ``verify_draft`` is one
-request in a batch of one, and ``verify_many`` (the statistical tier's rounds) sends four
+request in a batch of one, and ``call_many`` (the statistical tier's rounds) sends four
 rounds per call between filler requests of other draft lengths and a greedy one, in slots
 permuted on every call. The harness applies the
 contract's processors to the target logits (``sampling_distribution``, with the kept drafts
@@ -34,13 +34,14 @@ and the call is an ``ImplementationError``); a later call starts a fresh worker.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from spec_verify.adapters._calls import Call, CallOutcome, Draws
 from spec_verify.adapters._implementations import (
     Implementation,
     VerifyRound,
@@ -54,7 +55,7 @@ __all__ = ["KERNEL_DECLARATION", "KernelImplementation"]
 
 KERNEL_DECLARATION = "SPEC_VERIFY_KERNEL"
 _SEED_BOUND = 2**53  # the kernel's seed: an exact integer from one uniform
-_GROUP = 4  # rounds under test per kernel call in ``verify_many``
+_GROUP = 4  # rounds under test per kernel call in ``call_many``
 
 
 @dataclass(frozen=True)
@@ -111,7 +112,27 @@ class KernelImplementation(Implementation):
         seed = 0 if float(p.temperature) == 0.0 else int(float(rng.random()) * _SEED_BOUND)
         return self._call([request], seed)[0]
 
-    def verify_many(
+    def call_many(
+        self,
+        calls: Sequence[Call],
+        rng: Any = None,
+        while_waiting: Callable[[], None] | None = None,
+    ) -> list[CallOutcome]:
+        """``LIVE`` ``verify_draft`` rounds with one ``p`` (the statistical tier's) as
+        ``_verify_grouped`` batches them; any other batch one call at a time."""
+        first = calls[0] if calls else None
+        if first is None or any(
+            c.method != "verify_draft" or c.plan.draws is not Draws.LIVE
+            or c.args["p"] is not first.args["p"] for c in calls
+        ):  # fmt: skip
+            return super().call_many(calls, rng, while_waiting)
+        if while_waiting is not None:
+            while_waiting()
+        rounds = [(a["target_logits"], a["draft_ids"], a["draft_probs"], a["history"],
+                   a["prompt"]) for a in (c.args for c in calls)]  # fmt: skip
+        return [CallOutcome.ok(r) for r in self._verify_grouped(rounds, first.args["p"], rng)]
+
+    def _verify_grouped(
         self, rounds: Sequence[VerifyRound], p: Any, rng: Any
     ) -> list[tuple[list[int], int]]:
         """Rounds ``_GROUP`` at a time, each kernel call a batch of several requests: the

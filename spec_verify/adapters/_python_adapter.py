@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 import numpy as np
 from numpy.typing import NDArray
 
+from spec_verify.adapters._calls import Call, CallOutcome, Draws
 from spec_verify.adapters._codec import (
     RemoteAssertionError,
     RemoteAttributeError,
@@ -69,7 +70,7 @@ DEFAULT_CALL_TIMEOUT = 10.0  # seconds per contract call (verify_draft, ...)
 GENERIC_TIMEOUT = 60.0  # seconds per other request (speculative_generate, model passes)
 _START_TIMEOUT = 60.0  # seconds for the worker to import its module, unless lifted:
 START_TIMEOUT_VARIABLE = "SPEC_VERIFY_START_TIMEOUT"  # a module whose import takes longer
-_ROUNDS_PER_REQUEST = 256  # verify_many rounds per request (bounds a frame's size)
+_ROUNDS_PER_REQUEST = 256  # LIVE rounds of call_many per request (bounds a frame's size)
 _SECONDS_PER_ROUND = 0.05  # added to a request's time limit per round in it
 _SEEDS_PER_REQUEST = 64  # generate_many generations per request
 _SCRIPTS_PER_REQUEST = 512  # verify_scripted_many sources per request (the input crosses once)
@@ -450,7 +451,31 @@ class WorkerImplementation(Implementation):
             )
         return results
 
-    def verify_many(
+    def call_many(
+        self,
+        calls: Sequence[Call],
+        rng: Any = None,
+        while_waiting: Callable[[], None] | None = None,
+    ) -> list[CallOutcome]:
+        """``LIVE`` rounds of one method and one ``p`` (a sampling tier's i.i.d. rounds) in
+        requests of up to ``_ROUNDS_PER_REQUEST``, ``rng`` crossing once per request; any
+        other batch one call at a time (``Implementation.call_many``)."""
+        live = _live_rounds(calls)
+        if live is None:
+            return super().call_many(calls, rng, while_waiting)
+        if while_waiting is not None:
+            while_waiting()
+        method, p = live
+        if method == "verify_draft":
+            rounds = [(a["target_logits"], a["draft_ids"], a["draft_probs"], a["history"],
+                       a["prompt"]) for a in (c.args for c in calls)]  # fmt: skip
+            return [CallOutcome.ok(r) for r in self._verify_live(rounds, p, rng)]
+        trees = [(a["target_logits"], a["parents"], a["token_ids"], a["draft_probs"],
+                  a["history"], a["prompt"]) for a in (c.args for c in calls)]  # fmt: skip
+        rule = calls[0].args["rule"]
+        return [CallOutcome.ok(r) for r in self._tree_live(trees, p, rng, rule)]
+
+    def _verify_live(
         self, rounds: Sequence[VerifyRound], p: Any, rng: Any
     ) -> list[tuple[list[int], int]]:
         """The rounds in requests of up to ``_ROUNDS_PER_REQUEST`` (one round trip each, not
@@ -480,7 +505,7 @@ class WorkerImplementation(Implementation):
     def propose_many(
         self, rounds: Sequence[ProposeRound], p: Any, draft_p: Any, rng: Any
     ) -> list[tuple[list[int], int]]:
-        """The rounds in requests of up to ``_ROUNDS_PER_REQUEST``, as ``verify_many``."""
+        """The rounds in requests of up to ``_ROUNDS_PER_REQUEST``, as ``_verify_live``."""
         if "propose_and_verify" not in self.capabilities:
             raise self._not_offered("propose_and_verify")
         results: list[tuple[list[int], int]] = []
@@ -502,10 +527,10 @@ class WorkerImplementation(Implementation):
                 results.append(check_verify_result(self.name, result, shape[0] - 1, shape[-1]))
         return results
 
-    def verify_tree_many(
-        self, rounds: Sequence[TreeRound], p: Any, rng: Any, rule: str = "with_replacement"
+    def _tree_live(
+        self, rounds: Sequence[TreeRound], p: Any, rng: Any, rule: str
     ) -> list[tuple[list[int], list[int]]]:
-        """The tree rounds in requests of up to ``_ROUNDS_PER_REQUEST``, as ``verify_many``."""
+        """The tree rounds in requests of up to ``_ROUNDS_PER_REQUEST``, as ``_verify_live``."""
         if "verify_tree" not in self.capabilities:
             raise self._not_offered("verify_tree")
         results: list[tuple[list[int], list[int]]] = []
@@ -647,3 +672,19 @@ def _close_session(holder: list[_Session | None]) -> None:
         if session is not None:
             session.alive = False
             session.worker.close(_QUIT)
+
+
+def _live_rounds(calls: Sequence[Call]) -> tuple[str, Any] | None:
+    """``(method, p)`` when every call is a ``LIVE`` ``verify_draft`` (or every one a
+    ``LIVE`` ``verify_tree`` of one rule) with the same ``p``, else None."""
+    if not calls:
+        return None
+    first = calls[0]
+    if first.method not in ("verify_draft", "verify_tree"):
+        return None
+    p, rule = first.args["p"], first.args.get("rule")
+    for call in calls:
+        if (call.plan.draws is not Draws.LIVE or call.method != first.method
+                or call.args["p"] is not p or call.args.get("rule") != rule):  # fmt: skip
+            return None
+    return first.method, p

@@ -22,6 +22,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from spec_verify.adapters import STATUS_NAMES
+from spec_verify.adapters._calls import CallOutcome
 from spec_verify.errors import ImplementationError
 from spec_verify.reference.rejection import residual
 from spec_verify.reference.rejection import speculative_step as reference_step
@@ -131,35 +132,35 @@ def step_cases(case_seed: int) -> list[StepCase]:
     return cases
 
 
-def _reference(case: StepCase) -> tuple[str, Any]:
+def _reference(case: StepCase) -> CallOutcome:
     try:
         if case.q is None:
-            return ("ok", reference_sample(case.p, _Fixed(case.u)))
+            return CallOutcome.ok(reference_sample(case.p, _Fixed(case.u)))
         token, accepted = reference_step(case.p, case.q, case.x, case.u, case.u_resample)
-        return ("ok", (int(token), bool(accepted)))
+        return CallOutcome.ok((int(token), bool(accepted)))
     except ValueError as exc:
-        return ("err", exc)
+        return CallOutcome.err(exc)
 
 
-def _agree(want: tuple[str, Any], got: tuple[str, Any, Any]) -> bool:
-    if want[0] == "err":
-        return got[0] == "err" and _is_contract_error(got[1])
-    if got[0] != "ok":
+def _agree(want: CallOutcome, got: CallOutcome) -> bool:
+    if not want.is_ok:
+        return not got.is_ok and _is_contract_error(got.value)
+    if not got.is_ok:
         return False
-    value = got[1]
-    if isinstance(want[1], tuple):
-        return (int(value[0]), bool(value[1])) == want[1]
-    return bool(int(value) == want[1])
+    value = got.value
+    if isinstance(want.value, tuple):
+        return (int(value[0]), bool(value[1])) == want.value
+    return bool(int(value) == want.value)
 
 
 def _is_contract_error(value: Any) -> bool:
     return isinstance(value, ValueError) and not isinstance(value, ImplementationError)
 
 
-def _show(outcome: tuple[Any, ...]) -> str:
-    if outcome[0] == "ok":
-        return f"returned {outcome[1]!r}"
-    return f"raised {type(outcome[1]).__name__}: {outcome[1]}"
+def _show(outcome: CallOutcome) -> str:
+    if outcome.is_ok:
+        return f"returned {outcome.value!r}"
+    return f"raised {type(outcome.value).__name__}: {outcome.value}"
 
 
 def check_abi_steps(
@@ -207,7 +208,7 @@ def check_abi_steps(
             )
             continue
         case, want, got = min(bad, key=lambda item: item[0].p.shape[0])
-        broken = isinstance(got[1], ImplementationError)
+        broken = isinstance(got.value, ImplementationError)
         results.append(
             CheckResult(
                 "parity",
@@ -239,7 +240,7 @@ def check_status_names(impl: Any, repro: Callable[[], str]) -> CheckResult:
     wrong = [
         (code, STATUS_NAMES.get(code, "SV_E_UNKNOWN"), got)
         for code, got in zip(codes, outcomes, strict=True)
-        if got[0] != "ok" or got[1] != STATUS_NAMES.get(code, "SV_E_UNKNOWN")
+        if not got.is_ok or got.value != STATUS_NAMES.get(code, "SV_E_UNKNOWN")
     ]
     seconds = time.perf_counter() - start
     if not wrong:

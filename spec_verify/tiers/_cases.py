@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from spec_verify.adapters._calls import CallOutcome
 from spec_verify.reference import (
     SamplingParams,
     request_rng,
@@ -28,7 +29,6 @@ __all__ = [
     "BIG_V_EVERY",
     "HUGE_V_EVERY",
     "PARAM_DEFAULTS",
-    "CallOutcome",
     "LookupCase",
     "ParityCase",
     "case_seeds",
@@ -355,10 +355,6 @@ def lookup_case(case_seed: int) -> LookupCase:
 
 
 
-# ("ok", value, n_drawn | None) or ("err", exception, n_drawn | None)
-CallOutcome = tuple[str, Any, "int | None"]
-
-
 def reference_outcome(case: ParityCase) -> CallOutcome:
     script = ScriptedUniforms(case.uniforms if not case.greedy else ())
     try:
@@ -372,6 +368,6 @@ def reference_outcome(case: ParityCase) -> CallOutcome:
             list(case.prompt),
         )
     except ValueError as exc:
-        return ("err", exc, script.drawn)
-    return ("ok", (list(result[0]), int(result[1])), script.drawn)
+        return CallOutcome.err(exc, script.drawn)
+    return CallOutcome.ok((list(result[0]), int(result[1])), script.drawn)
 

@@ -25,9 +25,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from spec_verify.adapters._calls import Call, Draws, UniformPlan
 from spec_verify.adapters._generation_request import GENERATION_TIMEOUT
-from spec_verify.adapters._implementations import BatchedImplementation, Implementation
-from spec_verify.errors import ImplementationError, InvalidArgument
+from spec_verify.adapters._implementations import Implementation
+from spec_verify.errors import InvalidArgument
 
 __all__ = [
     "GuardedModule",
@@ -143,10 +144,11 @@ class SampledVerifier:
     """Independent ``verify_draft`` rounds with one set of sampling parameters, for a tier that
     samples outcomes (the statistical checks).
 
-    A Python implementation draws every round from one uniform source
-    (``implementation_rng``). An implementation with ``batch`` (the C ABI adapter) gets the
-    rounds in one message per call of this object, each round from the library's *own* PCG32
-    stream seeded with a fresh 63-bit seed drawn from ``seeds``: that is the generator a port
+    The rounds go to ``Implementation.call_many``. Planned ``LIVE`` (a Python
+    implementation), every round draws from one uniform source (``implementation_rng``);
+    planned ``SEEDED`` (``batch_stream``: the C ABI adapter), the rounds go in one message per
+    call of this object, each round from the library's *own* PCG32 stream seeded with a fresh
+    63-bit seed drawn from ``seeds``: that is the generator a port
     runs in production, and one message instead of one per round makes the tier about ten
     times faster across the process boundary. Rounds stay independent either way; a run is
     reproducible from ``seeds``.
@@ -158,38 +160,27 @@ class SampledVerifier:
     def __init__(self, impl: Implementation, params: Any, seeds: np.random.SeedSequence) -> None:
         self.impl = impl
         self.params = params
-        self.batched: BatchedImplementation | None = (
-            impl if isinstance(impl, BatchedImplementation) else None
-        )
-        if self.batched is not None:
+        self.seeded = impl.batch_stream is Draws.SEEDED
+        if self.seeded:
             self._seeds = np.random.Generator(np.random.PCG64(seeds))
+            self._rng: Any = None
         else:
             self._rng = implementation_rng(impl, seeds)
 
     def __call__(self, requests: Sequence[VerifyRequest]) -> list[tuple[list[int], int]]:
         """``(emitted_ids, n_accepted)`` of each round, in order."""
-        if self.batched is None:
-            rounds = [
-                (r.target_logits, r.draft_ids, r.draft_probs, r.history, r.prompt)
-                for r in requests
-            ]
-            return self.impl.verify_many(rounds, self.params, self._rng)
-        batched = self.batched
-        greedy = batched.params_tuple(self.params)[0] == 0.0
-        seeds = self._seeds.integers(0, _SEED_BOUND, size=len(requests), dtype=np.int64)
+        plans: list[UniformPlan]
+        if not self.seeded:
+            plans = [UniformPlan.live()] * len(requests)
+        elif float(self.params.temperature) == 0.0:
+            plans = [UniformPlan.forbidden()] * len(requests)
+        else:
+            seeds = self._seeds.integers(0, _SEED_BOUND, size=len(requests), dtype=np.int64)
+            plans = [UniformPlan.seeded(int(seed)) for seed in seeds]
         calls = [
-            batched.verify_call(
-                r.target_logits, r.draft_ids, r.draft_probs, self.params, r.history, r.prompt,
-                ("forbid",) if greedy else ("seed", int(seed)),
-            )
-            for r, seed in zip(requests, seeds, strict=True)
+            Call.verify(r.target_logits, r.draft_ids, r.draft_probs, self.params, r.history,
+                        r.prompt, plan)
+            for r, plan in zip(requests, plans, strict=True)
         ]  # fmt: skip
-        results: list[tuple[list[int], int]] = []
-        for kind, value, _drawn in batched.batch(calls):
-            if kind == "err":
-                if isinstance(value, BaseException):
-                    raise value
-                raise ImplementationError(self.impl.name, "verify_draft", f"failed: {value!r}")
-            emitted, accepted = value
-            results.append((list(emitted), int(accepted)))
-        return results
+        outcomes = self.impl.call_many(calls, self._rng)
+        return [o.unwrap(self.impl.name, "verify_draft") for o in outcomes]

@@ -114,7 +114,8 @@ def rule_verify(rule: str) -> Callable[..., tuple[list[int], int]]:
 
 
 def rule_outcome(case: Any, rule: str) -> Any:
-    """``reference_outcome`` of a parity case under ``rule``: ``(kind, value, drawn)``."""
+    """``reference_outcome`` of a parity case under ``rule`` (a ``CallOutcome``)."""
+    from spec_verify.adapters._calls import CallOutcome
     from spec_verify.uniforms import ScriptedUniforms
 
     verify = rule_verify(rule)
@@ -123,8 +124,8 @@ def rule_outcome(case: Any, rule: str) -> Any:
         result = verify(case.target_logits, list(case.draft_ids), case.draft_probs,
                         case.sampling_params(), list(case.history), script, list(case.prompt))
     except ValueError as exc:
-        return ("err", exc, script.drawn)
-    return ("ok", (list(result[0]), int(result[1])), script.drawn)
+        return CallOutcome.err(exc, script.drawn)
+    return CallOutcome.ok((list(result[0]), int(result[1])), script.drawn)
 
 
 def _fixed_drafts(case: Any) -> Iterator[tuple[tuple[int, ...], Fraction]]:

@@ -102,7 +102,7 @@ def shrink(
                 break
             if candidate.size() >= case.size():
                 continue
-            if reference_outcome(candidate)[0] != "ok":
+            if not reference_outcome(candidate).is_ok:
                 continue
             if fails(candidate):
                 case = candidate

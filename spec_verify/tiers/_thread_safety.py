@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from spec_verify.adapters._calls import CallOutcome
 from spec_verify.errors import ImplementationError
 from spec_verify.results import CheckResult, Progress, Status
 
@@ -63,12 +64,12 @@ def thread_safety_calls(impl: Any, seed: int) -> list[tuple[str, dict[str, Any],
     return calls
 
 
-def _same(a: tuple[str, Any, Any], b: tuple[str, Any, Any]) -> bool:
-    if a[0] != b[0]:
+def _same(a: CallOutcome, b: CallOutcome) -> bool:
+    if a.outcome is not b.outcome:
         return False
-    if a[0] == "err":
-        return type(a[1]) is type(b[1]) and str(a[1]) == str(b[1])
-    x, y = a[1], b[1]
+    if not a.is_ok:
+        return type(a.value) is type(b.value) and str(a.value) == str(b.value)
+    x, y = a.value, b.value
     if isinstance(x, np.ndarray) or isinstance(y, np.ndarray):
         left, right = np.asarray(x), np.asarray(y)
         return left.shape == right.shape and bool(np.array_equal(left, right, equal_nan=True))

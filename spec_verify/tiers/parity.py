@@ -11,8 +11,8 @@ before it is reported, a failing case is shrunk (``_shrink.py``: fewer drafts, a
 vocabulary, default parameters, simpler logits) as long as it keeps failing, and the smallest
 one is printed.
 
-An implementation with a ``batch`` method (the FFI adapter) gets the cases in batches, and the
-reference's side is computed while the worker computes; any other is called case by case.
+The cases go to ``Implementation.call_many`` in batches, and the reference's side is computed
+while the implementation computes (an adapter with a worker sends a batch in one message).
 """
 
 from __future__ import annotations
@@ -24,11 +24,11 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from spec_verify.adapters._implementations import BatchedImplementation, Implementation
+from spec_verify.adapters._calls import Call, CallOutcome, Draws, UniformPlan
+from spec_verify.adapters._implementations import AbiImplementation, Implementation
 from spec_verify.errors import ImplementationError
 from spec_verify.reference import (
     PromptLookupDraft,
-    SamplingParams,
     sampling_distribution,
 )
 from spec_verify.reference.pcg32 import Pcg32
@@ -37,7 +37,6 @@ from spec_verify.results import CheckResult, Progress, Status
 from spec_verify.tiers._abi_steps import check_abi_steps, check_status_names
 from spec_verify.tiers._boundary import BOUNDARY_TOLERANCE, decision_tie, filter_tie
 from spec_verify.tiers._cases import (
-    CallOutcome,
     ParityCase,
     case_seeds,
     lookup_case,
@@ -47,7 +46,6 @@ from spec_verify.tiers._cases import (
 from spec_verify.tiers._rules import check_rule, rule_label, rule_outcome
 from spec_verify.tiers._shrink import shrink
 from spec_verify.tiers._thread_safety import check_thread_safety
-from spec_verify.uniforms import ScriptedUniforms
 
 __all__ = [
     "BOUNDARY_TOLERANCE",
@@ -63,96 +61,67 @@ ULP_TOLERANCE = 4  # exp may differ by an ulp (CONTRACT.md 2.5); sums and quotie
 _CHUNK = 400  # cases per message to the FFI worker
 
 
-def _impl_verify_one(impl: Implementation, case: ParityCase) -> CallOutcome:
-    script = ScriptedUniforms(case.uniforms if not case.greedy else ())
-    try:
-        result = impl.verify_draft(
-            case.target_logits,
-            list(case.draft_ids),
-            case.draft_probs,
-            impl.params(**case.params),
-            list(case.history),
-            script,
-            list(case.prompt),
-        )
-    except (ValueError, ImplementationError) as exc:
-        return ("err", exc, script.drawn)
-    except Exception as exc:  # an implementation object that does not guard its calls
-        error = ImplementationError(
-            impl.name, "verify_draft", f"raised {type(exc).__name__}: {exc}"
-        )
-        return ("err", error, script.drawn)
-    try:
-        return ("ok", (list(result[0]), int(result[1])), script.drawn)
-    except (TypeError, ValueError, IndexError) as exc:
-        error = ImplementationError(impl.name, "verify_draft", f"returned {result!r} ({exc})")
-        return ("err", error, script.drawn)
-
-
-def _ffi_verify_call(
-    impl: BatchedImplementation, case: ParityCase
-) -> tuple[str, dict[str, Any], Any]:
+def _plan(impl: Implementation, case: ParityCase) -> UniformPlan:
+    """A case's uniforms: none when greedy, the library's own stream for an ``own_stream``
+    case of an implementation that runs seeded rounds (the C ABI's), else its uniforms."""
     if case.greedy:
-        source: Any = ("forbid",)
-    elif case.own_stream:
-        source = ("seed", case.stream_seed)
-    else:
-        source = ("list", list(case.uniforms))
-    call: tuple[str, dict[str, Any], Any] = impl.verify_call(
-        case.target_logits, case.draft_ids, case.draft_probs, case.sampling_params(),
-        case.history, case.prompt, source,
-    )  # fmt: skip
-    return call
-
-
-def _normalise_ffi(case: ParityCase, outcome: Any) -> CallOutcome:
-    kind, value, drawn = outcome
-    known = None if (case.own_stream and not case.greedy) else int(drawn)
-    if kind == "ok":
-        return ("ok", (list(value[0]), int(value[1])), known)
-    return ("err", value, known)
+        return UniformPlan.forbidden()
+    if case.own_stream and impl.batch_stream is Draws.SEEDED:
+        return UniformPlan.seeded(case.stream_seed)
+    return UniformPlan.scripted(case.uniforms)
 
 
 def _same(expected: CallOutcome, actual: CallOutcome) -> bool:
-    if expected[0] != actual[0]:
+    if expected.outcome is not actual.outcome:
         return False
-    if expected[0] == "err":
-        return isinstance(actual[1], ValueError) and not isinstance(actual[1], ImplementationError)
-    if expected[1] != actual[1]:
+    if not expected.is_ok:
+        return _is_contract_error(actual.value)
+    if expected.value != actual.value:
         return False
-    return actual[2] is None or expected[2] == actual[2]
+    return actual.drawn is None or expected.drawn == actual.drawn
 
 
 def _show(outcome: CallOutcome) -> str:
-    kind, value, drawn = outcome
-    draws = "" if drawn is None else f", {drawn} uniforms drawn"
-    if kind == "ok":
-        return f"emitted {value[0]}, n_accepted {value[1]}{draws}"
-    return f"raised {type(value).__name__}: {value}{draws}"
+    draws = "" if outcome.drawn is None else f", {outcome.drawn} uniforms drawn"
+    if outcome.is_ok:
+        return f"emitted {outcome.value[0]}, n_accepted {outcome.value[1]}{draws}"
+    return f"raised {type(outcome.value).__name__}: {outcome.value}{draws}"
 
 
 class _Runner:
-    """Runs verify cases through an implementation: batched for the FFI adapter."""
+    """Runs verify cases through ``call_many``: in batches, the reference's side computed
+    while the implementation computes (an adapter with a worker sends a batch at once)."""
 
     def __init__(self, impl: Implementation) -> None:
         self.impl = impl
-        self.batched = impl if isinstance(impl, BatchedImplementation) else None
 
     def one(self, case: ParityCase) -> CallOutcome:
-        if self.batched is not None:
-            [outcome] = self.batched.batch([_ffi_verify_call(self.batched, case)])
-            return _normalise_ffi(case, outcome)
-        return _impl_verify_one(self.impl, case)
+        [outcome] = self.many([case], lambda: None)
+        return outcome
 
     def many(
         self, cases: Sequence[ParityCase], while_waiting: Callable[[], None]
     ) -> list[CallOutcome]:
-        if self.batched is None:
-            while_waiting()
-            return [_impl_verify_one(self.impl, case) for case in cases]
-        calls = [_ffi_verify_call(self.batched, case) for case in cases]
-        outcomes = self.batched.batch(calls, while_waiting=while_waiting)
-        return [_normalise_ffi(c, o) for c, o in zip(cases, outcomes, strict=True)]
+        impl = self.impl
+        outcomes: list[CallOutcome | None] = []
+        calls: list[Call] = []
+        for case in cases:
+            try:
+                p = impl.params(**case.params)
+            except (ValueError, ImplementationError) as exc:
+                outcomes.append(CallOutcome.err(exc, 0))
+                continue
+            plan = _plan(impl, case)
+            calls.append(Call.verify(case.target_logits, list(case.draft_ids), case.draft_probs,
+                                     p, list(case.history), list(case.prompt), plan))  # fmt: skip
+            outcomes.append(None)
+        answered = iter(impl.call_many(calls, while_waiting=while_waiting))
+        done = [o if o is not None else next(answered) for o in outcomes]
+        # the library's own stream draws what it draws: its count is not the reference's
+        return [
+            CallOutcome(o.outcome, o.value, None) if _plan(impl, c).draws is Draws.SEEDED else o
+            for c, o in zip(cases, done, strict=True)
+        ]
 
 
 # ---- the checks ----------------------------------------------------------------------------
@@ -200,8 +169,8 @@ def _check_verify(
             crash = (exc, _find_crash(runner, cases))
             break
         for case, want, got in zip(cases, expected, actual, strict=True):
-            if isinstance(got[1], ImplementationError) and broken is None:
-                broken = (got[1], case)
+            if isinstance(got.value, ImplementationError) and broken is None:
+                broken = (got.value, case)
             if not _same(want, got):
                 # the boundary analysis knows the token rule's decisions only
                 tie = _decision_tie(case, want, got) if rule == "token" else ""
@@ -211,8 +180,8 @@ def _check_verify(
                 mismatches += 1
                 if first is None:
                     first = (case, want, got)
-            elif want[0] == "ok" and not case.greedy and case.m:
-                acceptance.setdefault(case.m, []).append(int(want[1][1]))
+            elif want.is_ok and not case.greedy and case.m:
+                acceptance.setdefault(case.m, []).append(int(want.value[1]))
         done += len(cases)
         if progress:
             progress(f"parity: verify_draft {done}/{len(seeds)} cases")
@@ -302,17 +271,17 @@ def _decision_tie(case: ParityCase, want: CallOutcome, got: CallOutcome) -> str:
     must make a decision within ``BOUNDARY_TOLERANCE`` of flipping (see ``_boundary``), and
     the implementation's output must agree with the reference's before that decision's row.
     """
-    if case.greedy or want[0] != "ok" or got[0] != "ok":
+    if case.greedy or not want.is_ok or not got.is_ok:
         return ""
     tie = decision_tie(
         case.target_logits, case.draft_ids, case.draft_probs, case.sampling_params(),
-        case.history, case.prompt, case.uniforms, int(want[1][1]),
+        case.history, case.prompt, case.uniforms, int(want.value[1]),
     )  # fmt: skip
     if tie is None:
         return ""
     row, reason = tie
-    ids, n_accepted = got[1]
-    if n_accepted < row or list(ids[:row]) != list(want[1][0][:row]):
+    ids, n_accepted = got.value
+    if n_accepted < row or list(ids[:row]) != list(want.value[0][:row]):
         return ""
     return f"row {row}: {reason}"
 
@@ -350,7 +319,7 @@ def _check_distributions(
 ) -> CheckResult:
     start = time.perf_counter()
     cases = [verify_case(s) for s in seeds]
-    calls: list[tuple[NDArray[np.float64], dict[str, Any], list[int], list[int]]] = []
+    calls: list[Call | BaseException] = []
     expected: list[Any] = []
     for case in cases:
         row = case.target_logits[0]
@@ -361,42 +330,22 @@ def _check_distributions(
             )
         except ValueError as exc:
             expected.append(exc)
-        calls.append((row, case.params, history, list(case.prompt)))
-    actual: list[Any] = []
-    if isinstance(impl, BatchedImplementation):
         try:
-            outcomes = []
-            for begin in range(0, len(calls), _CHUNK):
-                chunk = [
-                    (
-                        "sampling_distribution",
-                        {
-                            "logits": row,
-                            "params": impl.params_tuple(SamplingParams(**p)),
-                            "history": h,
-                            "prompt": pr,
-                        },
-                        None,
-                    )
-                    for row, p, h, pr in calls[begin : begin + _CHUNK]
-                ]
-                outcomes.extend(impl.batch(chunk))
-        except ImplementationError as exc:
-            return CheckResult(
-                "parity",
-                "sampling_distribution",
-                Status.ERROR,
-                str(exc),
-                repro=_repro(impl, seed),
-                seconds=time.perf_counter() - start,
-            )
-        actual = [value for _, value, _ in outcomes]
-    else:
-        for row, p, h, pr in calls:
-            try:
-                actual.append(impl.sampling_distribution(row, impl.params(**p), h, pr))
-            except (ValueError, ImplementationError) as exc:
-                actual.append(exc)
+            calls.append(Call.distribution(row, impl.params(**case.params), history,
+                                           list(case.prompt)))  # fmt: skip
+        except (ValueError, ImplementationError) as exc:  # its parameters refuse the case
+            calls.append(exc)
+    try:
+        actual = _values(impl, calls)
+    except ImplementationError as exc:
+        return CheckResult(
+            "parity",
+            "sampling_distribution",
+            Status.ERROR,
+            str(exc),
+            repro=_repro(impl, seed),
+            seconds=time.perf_counter() - start,
+        )
     worst = 0.0
     first: tuple[ParityCase, str] | None = None
     bad = 0
@@ -476,6 +425,15 @@ def _check_distributions(
     )
 
 
+def _values(impl: Implementation, calls: Sequence[Call | BaseException]) -> list[Any]:
+    """Each call's value or exception, ``_CHUNK`` calls per ``call_many`` (an exception in
+    ``calls`` stands for itself: the call could not be made)."""
+    made = [c for c in calls if isinstance(c, Call)]
+    values = iter([o.value for begin in range(0, len(made), _CHUNK)
+                   for o in impl.call_many(made[begin : begin + _CHUNK])])  # fmt: skip
+    return [next(values) if isinstance(c, Call) else c for c in calls]
+
+
 def _is_contract_error(value: Any) -> bool:
     return isinstance(value, ValueError) and not isinstance(value, ImplementationError)
 
@@ -495,32 +453,11 @@ def _check_lookup(
         PromptLookupDraft(c.max_ngram, c.min_ngram).propose(list(c.ctx), c.k, None)[0]
         for c in cases
     ]
+    calls: list[Call | BaseException] = [
+        Call.lookup(list(c.ctx), c.k, c.max_ngram, c.min_ngram) for c in cases
+    ]
     try:
-        if isinstance(impl, BatchedImplementation):
-            outcomes = []
-            for begin in range(0, len(cases), _CHUNK):
-                chunk = [
-                    (
-                        "prompt_lookup",
-                        {
-                            "ctx": list(c.ctx),
-                            "k": c.k,
-                            "max_ngram": c.max_ngram,
-                            "min_ngram": c.min_ngram,
-                        },
-                        None,
-                    )
-                    for c in cases[begin : begin + _CHUNK]
-                ]
-                outcomes.extend(impl.batch(chunk))
-            actual: list[Any] = [value for _, value, _ in outcomes]
-        else:
-            actual = []
-            for c in cases:
-                try:
-                    actual.append(impl.prompt_lookup(list(c.ctx), c.k, c.max_ngram, c.min_ngram))
-                except (ValueError, ImplementationError) as exc:
-                    actual.append(exc)
+        actual = _values(impl, calls)
     except ImplementationError as exc:
         return CheckResult(
             "parity",
@@ -680,7 +617,7 @@ def run_parity_tier(
         tree = check_tree_parity(impl, seed=seed, quick=quick, progress=progress)
         if tree is not None:  # implementations with verify_tree (CONTRACT.md section 6)
             results.append(tree)
-    if isinstance(impl, BatchedImplementation):
+    if isinstance(impl, AbiImplementation):
         # the C ABI's one-step functions (sv_sample, sv_speculative_step), called directly
         steps = [case_seed] if case_seed is not None else case_seeds(seed, max(1, n // 20))
         results.extend(

@@ -591,11 +591,7 @@ class TreeCheck(_SequenceLawCheck):
     def start(
         self, impl: Implementation, harness: np.random.Generator, seeds: np.random.SeedSequence
     ) -> _Sampler:
-        from spec_verify.adapters._implementations import (
-            BatchedTreeImplementation,
-            TreeRound,
-            check_tree_result,
-        )
+        from spec_verify.adapters._calls import Call, Draws, UniformPlan
         from spec_verify.tiers._drive import implementation_rng
 
         target, draft = self._tables
@@ -603,10 +599,11 @@ class TreeCheck(_SequenceLawCheck):
         cdfs = {prefix: _floats(dist) for prefix, dist in target.items()}
         q = {prefix: _floats(dist) for prefix, dist in draft.items()}
         params = impl.params()
-        n, V = len(self._parents), self.vocab_size
-        batched = impl if isinstance(impl, BatchedTreeImplementation) else None
-        if batched is not None:  # one message per batch, each round from the library's stream
+        n = len(self._parents)
+        seeded = impl.batch_stream is Draws.SEEDED
+        if seeded:  # one message per batch, each round from the library's stream
             seed_stream = np.random.Generator(np.random.PCG64(seeds))
+            rng = None
         else:
             rng = implementation_rng(impl, seeds)
 
@@ -621,27 +618,16 @@ class TreeCheck(_SequenceLawCheck):
             return self._outcome(emitted, tail, cdfs)
 
         def verified(requests: list[tuple[Any, list[int], Any]]) -> list[list[int]]:
-            if batched is None:
-                rounds: list[TreeRound] = [(rows, self._parents, tokens, q_rows, [], [])
-                                           for rows, tokens, q_rows in requests]  # fmt: skip
-                return [e for e, _ in impl.verify_tree_many(rounds, params, rng, self.rule)]
-            stream = seed_stream.integers(0, 2**63 - 1, size=len(requests), dtype=np.int64)
+            if seeded:
+                stream = seed_stream.integers(0, 2**63 - 1, size=len(requests), dtype=np.int64)
+                plans = [UniformPlan.seeded(int(seed)) for seed in stream]
+            else:
+                plans = [UniformPlan.live()] * len(requests)
             calls = [
-                batched.tree_call(rows, self._parents, tokens, q_rows, params, [], [],
-                                  ("seed", int(seed)), self.rule)
-                for (rows, tokens, q_rows), seed in zip(requests, stream, strict=True)
-            ]  # fmt: skip
-            out = []
-            for (_, tokens, _), (kind, value, _drawn) in zip(
-                requests, batched.batch(calls), strict=True
-            ):
-                if kind == "err":
-                    if isinstance(value, BaseException):
-                        raise value
-                    raise ImplementationError(impl.name, "verify_tree", f"failed: {value!r}")
-                emitted, _ = check_tree_result(impl.name, value, self._parents, tokens, V)
-                out.append(emitted)
-            return out
+                Call.tree(rows, self._parents, tokens, q_rows, params, [], [], plan, self.rule)
+                for (rows, tokens, q_rows), plan in zip(requests, plans, strict=True)
+            ]
+            return [o.unwrap(impl.name, "verify_tree")[0] for o in impl.call_many(calls, rng)]
 
         def draw(count: int) -> list[Sample]:
             u = harness.random(size=(count, max(n, 1)))

@@ -15,7 +15,7 @@ import pytest
 
 import spec_verify
 import spec_verify.properties
-from spec_verify.adapters import BatchedImplementation, Implementation
+from spec_verify.adapters import AbiImplementation, Implementation
 from spec_verify.cli import main
 from spec_verify.errors import ImplementationError
 from spec_verify.reference import CacheMismatch, SamplingParams, request_rng
@@ -135,14 +135,16 @@ def test_an_implementation_must_define_verify_draft() -> None:
         Empty()  # type: ignore[abstract]
 
 
-def test_only_batch_capable_adapters_are_batched(reference) -> None:
-    from spec_verify.adapters import FfiImplementation
+def test_only_the_c_abi_adapter_takes_raw_abi_calls(reference) -> None:
+    from spec_verify.adapters import Draws, FfiImplementation
 
     assert issubclass(FfiImplementation, Implementation)
-    assert isinstance(FfiImplementation("/nonexistent.so"), BatchedImplementation)
+    assert isinstance(FfiImplementation("/nonexistent.so"), AbiImplementation)
+    assert FfiImplementation("/nonexistent.so").batch_stream is Draws.SEEDED
     assert isinstance(reference, Implementation)
-    assert not isinstance(reference, BatchedImplementation)
-    assert not isinstance(_Minimal(), BatchedImplementation)
+    assert reference.batch_stream is Draws.LIVE
+    assert not isinstance(reference, AbiImplementation)
+    assert not isinstance(_Minimal(), AbiImplementation)
 
 
 def test_the_python_adapter_answers_from_its_module(reference) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from spec_verify.adapters import load_implementation
+from spec_verify.adapters import Call, UniformPlan, load_implementation
 from spec_verify.errors import ImplementationError, UnknownImplementation
 from spec_verify.reference import SamplingParams, verify_draft
 from spec_verify.results import Status
@@ -89,7 +89,7 @@ def test_a_bonus_from_another_request_fails_the_lossless_gate_in_a_batch() -> No
 
 
 def test_the_gate_permutes_slots_between_calls_with_a_greedy_request(tmp_path, monkeypatch) -> None:
-    """verify_many's batches: the rounds under test among a padded, a three-draft and a greedy
+    """call_many's LIVE batches: the rounds under test among a padded, a three-draft and a greedy
     filler, in slots permuted on every call; the answers go back to the right rounds."""
     (tmp_path / "recording_kernel.py").write_text(
         "import numpy as np\n"
@@ -107,7 +107,8 @@ def test_the_gate_permutes_slots_between_calls_with_a_greedy_request(tmp_path, m
         greedy = SamplingParams(temperature=0.0)
         rows = np.log(np.array([[0.6, 0.3, 0.1], [0.1, 0.1, 0.8]]))
         rounds = [(rows, [t % 3], None, [], []) for t in range(40)]
-        out = impl.verify_many(rounds, greedy, None)
+        calls = [Call.verify(*r[:3], greedy, *r[3:], UniformPlan.live()) for r in rounds]
+        out = [o.value for o in impl.call_many(calls)]
         expected = [verify_draft(rows, [t % 3], None, greedy, [], None) for t in range(40)]
         assert out == expected
         layouts = impl.host.module.LAYOUTS

@@ -1,18 +1,20 @@
 """The Python worker adapter's batched paths give what the same calls give in process.
 
-``verify_many``, ``generate_many`` and scripted uniform sources sent as data are speed paths
-(one round trip instead of one per round, per generation, per draw): each must be invisible to
-the tiers, so each is compared here with the in-process implementation on the same inputs,
-and each keeps the checks a single call has (inputs read-only, draws counted, draws past the
-script refused).
+``call_many``'s LIVE rounds, ``generate_many`` and scripted uniform sources sent as data are
+speed paths (one round trip instead of one per round, per generation, per draw): each must be
+invisible to the tiers, so each is compared here with the in-process implementation on the
+same inputs, and each keeps the checks a single call has (inputs read-only, draws counted,
+draws past the script refused).
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
-from spec_verify.adapters import load_implementation
+from spec_verify.adapters import Call, Outcome, UniformPlan, load_implementation
 from spec_verify.adapters._generation_request import GenerationRequest
 from spec_verify.errors import ImplementationError
 from spec_verify.uniforms import DrewPastScript, ScriptedUniforms, TooManyDraws
@@ -47,13 +49,36 @@ def test_the_worker_runs_in_its_own_process(worker) -> None:
     assert worker.module.__class__.__name__ == "RemoteObject"
 
 
-def test_verify_many_equals_the_same_rounds_in_process(worker, local) -> None:
+def _live(rounds: list[Any], p: Any) -> list[Call]:
+    return [Call.verify(*r[:3], p, *r[3:], UniformPlan.live()) for r in rounds]
+
+
+def test_live_rounds_equal_the_same_rounds_in_process(worker, local) -> None:
     rounds = _rounds(300)  # more than one request's worth (256 rounds)
     p_worker = worker.params(temperature=0.8, top_k=4)
     p_local = local.params(temperature=0.8, top_k=4)
-    got = worker.verify_many(rounds, p_worker, worker.request_rng(7))
-    want = local.verify_many(rounds, p_local, local.request_rng(7))
-    assert got == want and len(got) == 300
+    got = worker.call_many(_live(rounds, p_worker), worker.request_rng(7))
+    want = local.call_many(_live(rounds, p_local), local.request_rng(7))
+    assert got == want and len(got) == 300 and all(o.is_ok for o in got)
+
+
+def test_scripted_rounds_equal_the_same_rounds_in_process(worker, local) -> None:
+    """Planned rounds (scripted, forbidden, seeded) one call each: the same outcomes and draw
+    counts as in this process, a round that runs out of its script an ERR outcome."""
+    rounds = _rounds(6)
+    plans = [UniformPlan.scripted([0.3, 0.7, 0.2, 0.9, 0.5]), UniformPlan.scripted([0.99]),
+             UniformPlan.seeded(11), UniformPlan.scripted([0.1] * 9),
+             UniformPlan.seeded(12), UniformPlan.scripted([])]  # fmt: skip
+    outcomes = {}
+    for name, impl in (("worker", worker), ("local", local)):
+        p = impl.params(temperature=0.8)
+        calls = [Call.verify(*r[:3], p, *r[3:], plan)
+                 for r, plan in zip(rounds, plans, strict=True)]  # fmt: skip
+        outcomes[name] = [(o.outcome, o.value if o.is_ok else type(o.value).__name__, o.drawn)
+                          for o in impl.call_many(calls)]  # fmt: skip
+    assert outcomes["worker"] == outcomes["local"]
+    assert outcomes["local"][-1][0] is Outcome.ERR  # no uniform for a sampled round
+    assert outcomes["local"][0][0] is Outcome.OK and outcomes["local"][0][2]
 
 
 def test_generate_many_equals_the_same_generations_in_process(worker, local) -> None:
@@ -100,7 +125,7 @@ def test_a_batch_that_changes_its_inputs_is_the_implementations_failure() -> Non
     impl = load_implementation("python:tests.impls.hostile.appends_to_history")
     try:
         with pytest.raises(ImplementationError, match="changed one of its list arguments"):
-            impl.verify_many(_rounds(3), impl.params(), np.random.default_rng(0))
+            impl.call_many(_live(_rounds(3), impl.params()), np.random.default_rng(0))
         source = ScriptedUniforms((0.5,), then=0.5)
         with pytest.raises(ImplementationError, match="changed one of its list arguments"):
             impl.verify_draft(*_rounds(1)[0][:3], impl.params(), [1], source)

@@ -9,6 +9,7 @@ import time
 import numpy as np
 import pytest
 
+from spec_verify.adapters._calls import CallOutcome
 from spec_verify.adapters._ffi_adapter import FfiImplementation
 from spec_verify.adapters._implementations import Implementation
 from spec_verify.adapters._loader import load_implementation
@@ -273,10 +274,10 @@ class TestPort:
             ("prompt_lookup", {"ctx": [1, 2, 1], "k": 2, "max_ngram": 3, "min_ngram": 1}, None),
         ]  # fmt: skip
         first, second, third = impl.batch(calls)
-        assert first == ("ok", tuple(verify_draft(ROWS, [1], Q, SamplingParams(), [],
-                                                  iter_uniforms([0.9, 0.1, 0.5]))), 2)  # fmt: skip
-        assert second[0] == "err" and "only 1 were scripted" in str(second[1])
-        assert third == ("ok", [2, 1], 0)
+        assert first == CallOutcome.ok(tuple(verify_draft(ROWS, [1], Q, SamplingParams(), [],
+                                       iter_uniforms([0.9, 0.1, 0.5]))), 2)  # fmt: skip
+        assert not second.is_ok and "only 1 were scripted" in str(second.value)
+        assert third == CallOutcome.ok([2, 1], 0)
 
 
 def iter_uniforms(values):

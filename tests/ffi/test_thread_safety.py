@@ -37,8 +37,8 @@ def test_the_worker_runs_calls_concurrently_and_in_order(port):
     impl = port
     calls = [("pcg32_uniforms", {"initstate": s, "initseq": 54, "n": 3}, None) for s in range(9)]
     serial = impl.batch(calls)
-    assert [o[1].tolist() for o in impl.batch(calls, threads=THREADS)] == [
-        o[1].tolist() for o in serial
+    assert [o.value.tolist() for o in impl.batch(calls, threads=THREADS)] == [
+        o.value.tolist() for o in serial
     ]
 
 

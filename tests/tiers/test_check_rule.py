@@ -87,10 +87,10 @@ def test_rule_mutants_fail_parity_with_their_rule(mutant):
 
 def test_rule_outcome_draws_the_rules_count():
     case = next(c for c in map(verify_case, range(200)) if not c.greedy and c.m >= 2)
-    kind, _, drawn = rule_outcome(case, "block")
-    assert kind == "ok" and drawn == case.m + 1  # eta_1..eta_m and the added token
-    kind, (_, kept), drawn = rule_outcome(case, "sampler_match")
-    assert kind == "ok" and drawn == kept + 1
+    block = rule_outcome(case, "block")
+    assert block.is_ok and block.drawn == case.m + 1  # eta_1..eta_m and the added token
+    match = rule_outcome(case, "sampler_match")
+    assert match.is_ok and match.drawn == match.value[1] + 1
 
 
 def test_token_mechanics_are_not_asked_under_another_rule():
