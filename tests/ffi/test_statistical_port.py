@@ -29,7 +29,7 @@ def test_rounds_are_batched_from_the_librarys_own_stream_and_reproducible(port):
 
     def run(seed):
         verifier = SampledVerifier(impl, impl.params(), np.random.SeedSequence(seed))
-        assert verifier.batched
+        assert verifier.seeded
         return verifier(requests)
 
     first = run(4)

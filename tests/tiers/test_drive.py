@@ -21,10 +21,13 @@ def test_a_python_implementation_runs_call_by_call_from_its_own_stream() -> None
     impl = load_implementation("python:spec_verify.reference")
     params = impl.params()
     verifier = SampledVerifier(impl, params, np.random.SeedSequence(5))
-    assert not verifier.batched
+    assert not verifier.seeded  # LIVE rounds from one source, not the library's seeded stream
     rng = implementation_rng(impl, np.random.SeedSequence(5))
     direct = [impl.verify_draft(ROWS, r.draft_ids, Q, params, [], rng) for r in _requests(40)]
-    assert verifier(_requests(40)) == [(list(e), int(a)) for e, a in direct]
+    try:
+        assert verifier(_requests(40)) == [(list(e), int(a)) for e, a in direct]
+    finally:
+        impl.close()
 
 
 def test_rounds_are_reproducible_from_the_seed_and_differ_across_seeds(reference) -> None:
