@@ -1,8 +1,8 @@
 """Implementations under test: the adapter protocol, capabilities and result checks.
 
 The adapters are the only code that knows how an implementation is called; tiers see only
-``Implementation`` (its one batching path is ``call_many``, ``_calls.py``). Loading one from a spec string is
-``_loader.py``'s, which imports the adapters; this module imports none of them.
+``Implementation`` (its one batching path is ``call_many``, ``_calls.py``). Loading one from a
+spec string is ``_loader.py``'s, which imports the adapters; this module imports none of them.
 """
 
 from __future__ import annotations
