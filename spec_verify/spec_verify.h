@@ -347,6 +347,49 @@ int32_t sv_verify_sampler_match(const double* target_logits, int64_t m, int64_t 
                                 int64_t* out_ids, int64_t out_capacity,
                                 int64_t* out_n_emitted, int64_t* out_n_accepted);
 
+/* ---- Drafting on the library's own stream (CONTRACT.md section 14): an OPTIONAL symbol -- */
+
+/* propose_and_verify: draw the k drafts from the draft's logits, then verify them by the token
+ * rule (sv_verify_draft), all from one uniform source: the round an engine runs on its own
+ * generator, the draft's sampling included. A library exporting it is still ABI version 2;
+ * SV_CAP_PROPOSE_AND_VERIFY must agree with exporting it (else the library is refused), and
+ * `spec-verify check` then runs statistical/own_stream.* on it.
+ *
+ * target_logits  (k + 1) * V doubles, row-major, as sv_verify_draft's (row i after x_1..x_i).
+ * draft_logits   k * V doubles, row-major: row i the draft's logits for the (i + 1)-th draft.
+ *                No NaN, no +inf, a finite entry per row (else SV_E_NAN).
+ * k              number of drafts, >= 0 (k == 0: only the bonus row).
+ * V              vocabulary size, >= 1.
+ * params         the target's sampling parameters (not NULL), as sv_verify_draft's.
+ * draft_params   the draft's processors, or NULL for params. Draft i is drawn from
+ *                q_i = sv_sampling_distribution(draft_logits row i, draft_params,
+ *                history + x_1..x_{i-1}, prompt) by sv_sample; a greedy draft_params
+ *                (temperature 0) proposes the argmax and draws nothing for it, and the round
+ *                is verified as a deterministic draft (one-hot q_i); else q_1..q_k are the
+ *                draft rows of the verification.
+ * history, prompt, uniform, uniform_ctx, pcg_seed, out_ids, out_capacity (>= k + 1),
+ * out_n_emitted, out_n_accepted: as for sv_verify_draft.
+ *
+ * Draw order: the library's own. The harness checks only the law of what a round emits
+ * (continued with the target to k + 1 tokens, against the target's joint law), on the
+ * library's request_rng(pcg_seed) stream. The Rust port draws the k drafts first (one uniform
+ * each, none when the draft is greedy), then sv_verify_draft's uniforms, every uniform used
+ * once. Drawing a draft with a uniform the verification then uses again (the draft's noise
+ * in the acceptance test's slot: vLLM PR #47386, fixed in #54282) breaks the law.
+ *
+ * Errors: sv_verify_draft's (SV_E_BAD_PARAM naming draft_params.<field> for the draft's
+ * processors), all before any draw except SV_E_CALLBACK and the SV_E_NAN of a row that
+ * overflows under the penalties only with the drafts drawn in this call. */
+int32_t sv_propose_and_verify(const double* target_logits, const double* draft_logits,
+                              int64_t k, int64_t V,
+                              const sv_sampling_params* params,
+                              const sv_sampling_params* draft_params,
+                              const int64_t* history, int64_t n_history,
+                              const int64_t* prompt, int64_t n_prompt,
+                              sv_uniform_fn uniform, void* uniform_ctx, uint64_t pcg_seed,
+                              int64_t* out_ids, int64_t out_capacity,
+                              int64_t* out_n_emitted, int64_t* out_n_accepted);
+
 /* ---- Declared capabilities: an OPTIONAL symbol ----------------------------------------- */
 
 /* A library may say what it offers; one that exports sv_capabilities is still ABI version 2,
@@ -356,7 +399,9 @@ int32_t sv_verify_sampler_match(const double* target_logits, int64_t m, int64_t 
  * A library whose sv_verify_draft draws from its own generator rather than `uniform` clears
  * SV_CAP_INJECTED_UNIFORMS (the exact tier, parity and the edge uniforms then do not apply:
  * `spec-verify check --profile lossless`); one without a greedy path clears SV_CAP_GREEDY;
- * SV_CAP_VERIFY_TREE must agree with exporting sv_verify_tree (else the library is refused).
+ * SV_CAP_VERIFY_TREE, SV_CAP_VERIFY_BLOCK, SV_CAP_VERIFY_SAMPLER_MATCH and
+ * SV_CAP_PROPOSE_AND_VERIFY must each agree with exporting its symbol (else the library is
+ * refused, naming the bit and the symbol).
  * The command line (--capability / --no-capability) overrides what is declared here. */
 #define SV_CAP_INJECTED_UNIFORMS      (1u << 0)
 #define SV_CAP_GREEDY                 (1u << 1)
@@ -367,6 +412,7 @@ int32_t sv_verify_sampler_match(const double* target_logits, int64_t m, int64_t 
 #define SV_CAP_FLOAT32                (1u << 6)  /* float32 arithmetic (informational) */
 #define SV_CAP_VERIFY_BLOCK           (1u << 8)  /* exports sv_verify_block */
 #define SV_CAP_VERIFY_SAMPLER_MATCH   (1u << 9)  /* exports sv_verify_sampler_match */
+#define SV_CAP_PROPOSE_AND_VERIFY     (1u << 10) /* exports sv_propose_and_verify */
 uint32_t sv_capabilities(void);
 
 #ifdef __cplusplus

@@ -176,7 +176,14 @@ RULE_SYMBOLS = {
     "block": "sv_verify_block",
     "sampler_match": "sv_verify_sampler_match",
 }
-RULE_SYMBOL_BITS = {"sv_verify_block": 1 << 8, "sv_verify_sampler_match": 1 << 9}
+# Each optional symbol whose SV_CAP bit must agree with exporting it (else the library is
+# refused): symbol -> (bit name, bit).
+SYMBOL_BITS = {
+    "sv_verify_tree": ("SV_CAP_VERIFY_TREE", 1 << 5),
+    "sv_verify_block": ("SV_CAP_VERIFY_BLOCK", 1 << 8),
+    "sv_verify_sampler_match": ("SV_CAP_VERIFY_SAMPLER_MATCH", 1 << 9),
+    "sv_propose_and_verify": ("SV_CAP_PROPOSE_AND_VERIFY", 1 << 10),
+}
 
 # The SV_CAP_* bits of sv_capabilities (spec_verify.h), by capability name.
 CAPABILITY_BITS: dict[str, int] = {
@@ -187,6 +194,7 @@ CAPABILITY_BITS: dict[str, int] = {
     "pcg32": 1 << 4,
     "verify_tree": 1 << 5,
     "float32": 1 << 6,
+    "propose_and_verify": 1 << 10,
 }
 
 # Optional symbols: a library without them is still ABI version 2 (a capability less).
@@ -194,6 +202,28 @@ OPTIONAL_SYMBOLS: dict[str, tuple[Any, tuple[Any, ...]]] = {
     "sv_capabilities": (ctypes.c_uint32, ()),
     "sv_verify_block": SYMBOLS["sv_verify_draft"],
     "sv_verify_sampler_match": SYMBOLS["sv_verify_draft"],
+    "sv_propose_and_verify": (
+        ctypes.c_int32,
+        (
+            _F64P,  # target_logits, (k + 1) * V
+            _F64P,  # draft_logits, k * V
+            _i64,  # k
+            _i64,  # V
+            _PARAMSP,  # params
+            _PARAMSP,  # draft_params (NULL: params)
+            _I64P,  # history
+            _i64,  # n_history
+            _I64P,  # prompt
+            _i64,  # n_prompt
+            _UniformFn,  # uniform
+            ctypes.c_void_p,  # uniform_ctx
+            _u64,  # pcg_seed
+            _I64P,  # out_ids
+            _i64,  # out_capacity
+            _I64P,  # out_n_emitted
+            _I64P,  # out_n_accepted
+        ),
+    ),
     "sv_verify_tree": (
         ctypes.c_int32,
         (
@@ -359,32 +389,23 @@ class Library:
         (unknown bits ignored), or None when the library does not export it.
 
         Raises:
-            UnknownImplementation: it declares ``verify_tree`` without exporting
-                ``sv_verify_tree``, or the other way round.
+            UnknownImplementation: a bit of ``SYMBOL_BITS`` set without its symbol exported,
+                or the other way round.
         """
         if "sv_capabilities" not in self.optional:
             return None
         mask = int(self._lib.sv_capabilities())
         declared = {name: bool(mask & bit) for name, bit in CAPABILITY_BITS.items()}
-        if declared["verify_tree"] != ("sv_verify_tree" in self.optional):
-            raise UnknownImplementation(
-                "impl",
-                spec,
-                f"sv_capabilities() = {mask:#x} says SV_CAP_VERIFY_TREE is "
-                f"{'set' if declared['verify_tree'] else 'clear'} but the library "
-                f"{'does not export' if declared['verify_tree'] else 'exports'} sv_verify_tree",
-                "set SV_CAP_VERIFY_TREE exactly when sv_verify_tree is exported",
-            )
-        for symbol, bit in RULE_SYMBOL_BITS.items():
-            if bool(mask & bit) != (symbol in self.optional):
-                cap = "SV_CAP_" + symbol.removeprefix("sv_").upper()
+        for symbol, (cap, bit) in SYMBOL_BITS.items():
+            claimed, exported = bool(mask & bit), symbol in self.optional
+            if claimed != exported:
                 raise UnknownImplementation(
                     "impl", spec,
                     f"sv_capabilities() = {mask:#x} says {cap} is "
-                    f"{'set' if mask & bit else 'clear'} but the library "
-                    f"{'exports' if symbol in self.optional else 'does not export'} {symbol}",
+                    f"{'set' if claimed else 'clear'} but the library "
+                    f"{'exports' if exported else 'does not export'} {symbol}",
                     f"set {cap} exactly when {symbol} is exported",
-                )
+                )  # fmt: skip
         return declared
 
     # ---- errors -------------------------------------------------------------------------
@@ -406,7 +427,9 @@ class Library:
         name = STATUS_NAMES.get(status, f"status {status}")
         # "argument: rule", "argument=value: rule" or "params.field=value: rule"
         match = re.match(r"\s*([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)(?:=([^:]*))?:\s*", message)
-        argument = match.group(1).rsplit(".", 1)[-1] if match else ""
+        argument = match.group(1) if match else ""
+        if not argument.startswith("draft_params."):  # the draft's processors stay named so
+            argument = argument.rsplit(".", 1)[-1]
         shown_value = match.group(2) if match and match.group(2) is not None else None
         rule = message[match.end() :] if match and message[match.end() :] else message
         error: type[ContractError]
@@ -645,17 +668,80 @@ class Library:
                     f"has shape {q.shape}; it must be (m, V) = ({m}, {V})",
                     "one draft distribution per drafted token, or None for a deterministic draft",
                 )
+        symbol = RULE_SYMBOLS.get(rule)
+        if symbol is None or (symbol != "sv_verify_draft" and symbol not in self.optional):
+            raise self._implementation_error(
+                "verify_draft", f"--rule {rule}: the library does not export {symbol}")
+        inputs = {"target_logits": rows, "draft_ids": ids}
+        if q is not None:
+            inputs["draft_probs"] = q
+        values = {"target_logits": target_logits, "draft_ids": list(draft_ids),
+                  "draft_probs": draft_probs}  # fmt: skip
+        leading = (_ptr(rows, _F64P), m, V, _ptr(ids, _I64P), _ptr(q, _F64P), ctypes.byref(params))
+        return self._chain_call("verify_draft", symbol, leading, inputs, values, m, V, history,
+                                prompt, uniform, pcg_seed)  # fmt: skip
+
+    def propose_and_verify(
+        self,
+        target_logits: NDArray[np.float64],
+        draft_logits: NDArray[np.float64],
+        params: SvSamplingParams,
+        draft_params: SvSamplingParams | None = None,
+        history: Sequence[int] = (),
+        prompt: Sequence[int] = (),
+        uniform: Callable[[], float] | None = None,
+        pcg_seed: int = 0,
+    ) -> tuple[list[int], int]:
+        """``sv_propose_and_verify`` (optional symbol): the library draws the ``k`` drafts from
+        ``draft_logits`` (``(k, V)``) after ``draft_params`` (None: ``params``) and verifies
+        them against ``target_logits`` (``(k + 1, V)``); ``uniform`` as for ``verify_draft``
+        (None: the library's own ``request_rng(pcg_seed)``). Returns ``(emitted_ids,
+        n_accepted)``."""
+        if "sv_propose_and_verify" not in self.optional:
+            raise self._implementation_error(
+                "propose_and_verify", "is not exported by this library (sv_propose_and_verify)")
+        draft = np.asarray(draft_logits, dtype=np.float64)
+        if draft.ndim != 2 or draft.shape[1] < 1:
+            raise InvalidLogits("draft_logits", draft_logits, f"has shape {draft.shape}; it "
+                                "must be (k, V)", "one draft row per drafted token")
+        k, V = draft.shape
+        rows = np.asarray(target_logits, dtype=np.float64)
+        if rows.shape != (k + 1, V):
+            raise InvalidLogits("target_logits", target_logits, f"has shape {rows.shape}; it "
+                                f"must be (k + 1, V) = ({k + 1}, {V})",
+                                "one target row more than the draft's")  # fmt: skip
+        rows, draft = np.ascontiguousarray(rows), np.ascontiguousarray(draft)
+        inputs = {"target_logits": rows, "draft_logits": draft}
+        values = {"target_logits": target_logits, "draft_logits": draft_logits, "k": k}
+        leading = (_ptr(rows, _F64P), _ptr(draft, _F64P), k, V, ctypes.byref(params),
+                   None if draft_params is None else ctypes.byref(draft_params))  # fmt: skip
+        return self._chain_call("propose_and_verify", "sv_propose_and_verify", leading, inputs,
+                                values, k, V, history, prompt, uniform, pcg_seed)  # fmt: skip
+
+    def _chain_call(
+        self,
+        call: str,
+        symbol: str,
+        leading: tuple[Any, ...],
+        inputs: dict[str, NDArray[Any]],
+        values: dict[str, Any],
+        m: int,
+        V: int,
+        history: Sequence[int],
+        prompt: Sequence[int],
+        uniform: Callable[[], float] | None,
+        pcg_seed: int,
+    ) -> tuple[list[int], int]:
+        """One call of a chain-shaped symbol: ``leading`` (its arguments up to the sampling
+        parameters), then ``history, n_history, prompt, n_prompt, uniform, uniform_ctx,
+        pcg_seed, out_ids, out_capacity (m + 1), out_n_emitted, out_n_accepted``; canaries,
+        ``inputs`` unchanged, the status and the counts checked (``values``: the caller's
+        arguments by name, for the errors)."""
         history_ids = _ids("history", history)
         prompt_ids = _ids("prompt", prompt)
         _check_u64("pcg_seed", pcg_seed)
-        inputs = [
-            ("target_logits", rows, _before(rows)),
-            ("draft_ids", ids, ids.copy()),
-            ("history", history_ids, history_ids.copy()),
-            ("prompt", prompt_ids, prompt_ids.copy()),
-        ]
-        if q is not None:
-            inputs.append(("draft_probs", q, _before(q)))
+        inputs = {**inputs, "history": history_ids, "prompt": prompt_ids}
+        before = {name: _before(array) for name, array in inputs.items()}
         failure: list[BaseException] = []
         returned_bad: list[float] = []
 
@@ -681,17 +767,8 @@ class Library:
         out = _with_canary(capacity, np.int64, _CANARY_I64)
         n_emitted = _with_canary(1, np.int64, _CANARY_I64)
         n_accepted = _with_canary(1, np.int64, _CANARY_I64)
-        symbol = RULE_SYMBOLS.get(rule)
-        if symbol is None or (symbol != "sv_verify_draft" and symbol not in self.optional):
-            raise self._implementation_error(
-                "verify_draft", f"--rule {rule}: the library does not export {symbol}")
         status = getattr(self._lib, symbol)(
-            _ptr(rows, _F64P),
-            m,
-            V,
-            _ptr(ids, _I64P),
-            _ptr(q, _F64P),
-            ctypes.byref(params),
+            *leading,
             _ptr(history_ids, _I64P),
             len(history_ids),
             _ptr(prompt_ids, _I64P),
@@ -704,29 +781,22 @@ class Library:
             _ptr(n_emitted, _I64P),
             _ptr(n_accepted, _I64P),
         )
-        self._check_canary("verify_draft", "out_ids", out, capacity)
-        self._check_canary("verify_draft", "out_n_emitted", n_emitted, 1)
-        self._check_canary("verify_draft", "out_n_accepted", n_accepted, 1)
-        for argument, array, before in inputs:
-            self._check_unchanged("verify_draft", argument, before, array)
+        self._check_canary(call, "out_ids", out, capacity)
+        self._check_canary(call, "out_n_emitted", n_emitted, 1)
+        self._check_canary(call, "out_n_accepted", n_accepted, 1)
+        for argument, array in inputs.items():
+            self._check_unchanged(call, argument, before[argument], array)
         if failure:
             raise CallbackFailed("the uniform source raised") from failure[0]
         if status != SV_OK:
-            values = {
-                "target_logits": target_logits,
-                "draft_ids": list(draft_ids),
-                "draft_probs": draft_probs,
-                "history": list(history),
-                "prompt": list(prompt),
-                "rng": returned_bad[0] if returned_bad else None,
-                "m": m,
-                "V": V,
-            }
-            self._raise(status, "verify_draft", values)
+            self._raise(status, call, {
+                **values, "history": list(history), "prompt": list(prompt),
+                "rng": returned_bad[0] if returned_bad else None, "m": m, "V": V,
+            })  # fmt: skip
         emitted, accepted = int(n_emitted[0]), int(n_accepted[0])
         if not 0 <= accepted <= m or emitted != accepted + 1:
             raise self._implementation_error(
-                "verify_draft",
+                call,
                 f"returned n_emitted={emitted}, n_accepted={accepted} for m={m} drafts; the "
                 "contract is n_emitted == n_accepted + 1 and 0 <= n_accepted <= m",
             )
@@ -734,7 +804,7 @@ class Library:
         bad = [t for t in tokens if not 0 <= t < V]
         if bad:
             raise self._implementation_error(
-                "verify_draft", f"returned ids out of [0, {V}): {bad} (emitted {tokens})"
+                call, f"returned ids out of [0, {V}): {bad} (emitted {tokens})"
             )
         return tokens, accepted
 

@@ -38,6 +38,7 @@ from spec_verify.adapters._codec import ArrayTable, decode_error, decode_value, 
 from spec_verify.adapters._ffi import PARAM_FIELDS, params_struct
 from spec_verify.adapters._implementations import (
     Implementation,
+    ProposeRound,
     ScriptedResult,
     apply_capabilities,
     check_capabilities,
@@ -77,6 +78,11 @@ SHARED_ABOVE = 256 << 10
 WireCall = tuple[str, dict[str, Any], Any]
 
 _QUIT = {"kind": "quit"}
+# The optional symbols that give a library a capability when it exports them.
+_SYMBOL_CAPABILITIES = {
+    "sv_verify_tree": "verify_tree",
+    "sv_propose_and_verify": "propose_and_verify",
+}
 _COPYABLE_SOURCES = (Pcg32, random.Random, np.random.Generator)
 
 
@@ -160,8 +166,11 @@ class FfiImplementation(Implementation):
                 if not (isinstance(optional, list) and all(isinstance(o, str) for o in optional)):
                     raise WireError("the greeting's optional symbols are not a list of names")
                 self.optional_symbols = frozenset(optional)
-                if "sv_verify_tree" in optional:  # the optional tree symbol (spec_verify.h)
-                    self.capabilities = self.capabilities | {"verify_tree"}
+                # the optional symbols that are a capability (spec_verify.h)
+                self.capabilities = self.capabilities | {
+                    capability for symbol, capability in _SYMBOL_CAPABILITIES.items()
+                    if symbol in optional
+                }  # fmt: skip
                 declared = reply.get("declared")
                 if declared is not None:  # sv_capabilities: what the library says it offers
                     try:
@@ -569,6 +578,55 @@ class FfiImplementation(Implementation):
         return check_tree_result(
             self.name, result, kwargs["parents"], kwargs["token_ids"], np.shape(target_logits)[-1]
         )
+
+    def propose_call(
+        self,
+        target_logits: NDArray[np.float64],
+        draft_logits: NDArray[np.float64],
+        p: Any,
+        draft_p: Any,
+        history: Sequence[int],
+        prompt: Sequence[int],
+        source: Any,
+    ) -> Call:
+        """``propose_and_verify``'s arguments as one call for ``batch`` (raises InvalidParams
+        for bad sampling parameters); its value is ``(emitted_ids, n_accepted)``, unchecked."""
+        kwargs = {
+            "target_logits": np.asarray(target_logits, dtype=np.float64),
+            "draft_logits": np.asarray(draft_logits, dtype=np.float64),
+            "params": self.params_tuple(p),
+            "draft_params": None if draft_p is None else self.params_tuple(draft_p),
+            "history": [int(t) for t in history],
+            "prompt": [int(t) for t in prompt],
+        }
+        return ("propose_and_verify", kwargs, source)
+
+    def propose_many(
+        self, rounds: Sequence[ProposeRound], p: Any, draft_p: Any, rng: Any
+    ) -> list[tuple[list[int], int]]:
+        """``sv_propose_and_verify`` on each round, in one batch: each round on the library's
+        *own* stream ``request_rng(seed)``, its 63-bit seed built from two uniforms of ``rng``
+        (``floor(u * 2^31)`` and ``floor(u * 2^32)``), so the run is reproducible from ``rng``
+        while the draws are the library's (CONTRACT.md section 14: its randomness is its own)."""
+        if "propose_and_verify" not in self.capabilities:
+            raise self._not_offered("propose_and_verify")
+        if "sv_propose_and_verify" not in self.optional_symbols:
+            raise ImplementationError(
+                self.name, "propose_and_verify", "is not exported by the library "
+                "(sv_propose_and_verify, an optional symbol of spec_verify.h): export it, or "
+                "drop --capability propose_and_verify",
+            )  # fmt: skip
+        calls = []
+        for target, draft, history, prompt in rounds:
+            seed = int(float(rng.random()) * 2**31) << 32 | int(float(rng.random()) * 2**32)
+            calls.append(self.propose_call(target, draft, p, draft_p, history, prompt,
+                                           ("seed", seed)))  # fmt: skip
+        results = []
+        for (target, *_), outcome in zip(rounds, self.batch(calls), strict=True):
+            value = self._value_of("propose_and_verify", outcome[0], outcome[1], [])
+            shape = np.shape(target)
+            results.append(check_verify_result(self.name, value, shape[0] - 1, shape[-1]))
+        return results
 
     def sampling_distribution(
         self,

@@ -8,8 +8,9 @@ started), and the parent turns that into an ``ImplementationError``.
 
 Frames from the parent: ``{"kind": "call", "call": CALL}``, ``{"kind": "batch", "calls":
 [CALL, ...]}``, ``{"kind": "quit"}``; a CALL is ``{"method", "kwargs", "source"}`` with the
-arguments as ``_codec`` values. A ``source`` says where the uniforms of ``verify_draft`` and
-``verify_tree`` (the optional ``sv_verify_tree``) come from:
+arguments as ``_codec`` values. A ``source`` says where the uniforms of ``verify_draft``,
+``verify_tree`` (the optional ``sv_verify_tree``) and ``propose_and_verify`` (the optional
+``sv_propose_and_verify``) come from:
 ``["remote"]`` asks the parent for each one (a ``{"kind": "callback", "what": "uniform"}``
 frame, answered ``{"kind": "u", "value": x}`` or ``{"kind": "u_fail"}``), so any uniform
 source works across the boundary in the contract's draw order; ``["list", uniforms]`` reads a
@@ -184,6 +185,14 @@ def run_call(  # noqa: PLR0911 -- one return per kind of outcome
                 uniform,
                 seed,
             )
+        elif method == "propose_and_verify":  # the optional sv_propose_and_verify
+            uniform, seed = _uniform_source(source or ("forbid",), sock, counter)
+            draft_params = kwargs.get("draft_params")
+            value = lib.propose_and_verify(
+                kwargs["target_logits"], kwargs["draft_logits"], _params(kwargs["params"]),
+                None if draft_params is None else _params(draft_params),
+                kwargs.get("history", ()), kwargs.get("prompt", ()), uniform, seed,
+            )  # fmt: skip
         elif method == "sampling_distribution":
             value = lib.sampling_distribution(
                 kwargs["logits"],

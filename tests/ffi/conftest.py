@@ -35,6 +35,8 @@ C_LIBS = (
     "caps_block_unclaimed",
     "caps_sampler_match_claimed",
     "caps_sampler_match_unclaimed",
+    "caps_propose_claimed",
+    "caps_propose_unclaimed",
 )
 PLANTED_BUGS = (
     "bug_resample_before_accept",
@@ -50,6 +52,7 @@ PLANTED_BUGS = (
     "bug_tree_stale_residual",
     "bug_block_unadjusted_residual",
     "bug_sampler_match_no_break",
+    "bug_draft_shares_verifier_noise",
 )
 
 

@@ -69,7 +69,7 @@ def test_a_declaration_that_contradicts_the_symbols_is_refused(c_libs):
         load_implementation(f"ffi:{c_libs['caps_tree_mismatch']}")
 
 
-# Bits 8 and 9 against their optional chain symbols, both ways: (library, what is said).
+# Bits 8, 9 and 10 against their optional symbols, both ways: (library, what is said).
 _RULE_BIT_MISMATCHES = [
     ("caps_block_claimed", "SV_CAP_VERIFY_BLOCK is set but the library does not export "
      "sv_verify_block"),
@@ -79,6 +79,10 @@ _RULE_BIT_MISMATCHES = [
      "not export sv_verify_sampler_match"),
     ("caps_sampler_match_unclaimed", "SV_CAP_VERIFY_SAMPLER_MATCH is clear but the library "
      "exports sv_verify_sampler_match"),
+    ("caps_propose_claimed", "SV_CAP_PROPOSE_AND_VERIFY is set but the library does not "
+     "export sv_propose_and_verify"),
+    ("caps_propose_unclaimed", "SV_CAP_PROPOSE_AND_VERIFY is clear but the library exports "
+     "sv_propose_and_verify"),
 ]
 
 
@@ -190,7 +194,7 @@ class TestPort:
         assert impl.declared is not None  # the port answers sv_capabilities
         assert {k for k, v in impl.declared.items() if v} == {
             "injected_uniforms", "greedy", "sampling_distribution", "prompt_lookup", "pcg32",
-            "verify_tree",
+            "verify_tree", "propose_and_verify",
         }  # fmt: skip
         assert impl.capabilities >= {"verify_draft", "injected_uniforms", "pcg32"}
         assert "generation" not in impl.capabilities

@@ -6,6 +6,10 @@
 //! - [`verify`]: the rejection step and `verify_draft` in the contract's draw order;
 //! - [`tree`]: `verify_tree` (CONTRACT.md section 6; its C symbol `sv_verify_tree` is
 //!   optional in the ABI and lives in `ffi/tree.rs`);
+//! - [`rules`]: block verification and sampler-match behind one chain-rule dispatcher
+//!   ([`verify_chain_rule`]; the C symbols `sv_verify_block`, `sv_verify_sampler_match`);
+//! - [`propose`]: `propose_and_verify` (CONTRACT.md section 14: the drafts drawn from the
+//!   draft's rows on the call's own stream, then verified; `sv_propose_and_verify`);
 //! - [`lookup`]: prompt lookup;
 //! - `ffi` (crate-private): the `extern "C"` functions and the ABI's own `#[repr(C)]`
 //!   parameter struct (validation, error codes, no panic across the ABI);
@@ -18,6 +22,7 @@ pub mod error;
 pub(crate) mod ffi;
 pub mod lookup;
 pub mod pcg32;
+pub mod propose;
 pub mod rules;
 pub mod sampling;
 pub mod tree;
@@ -26,6 +31,8 @@ pub mod verify;
 pub use error::{ErrorCode, SvError, SvResult};
 pub use lookup::prompt_lookup;
 pub use pcg32::{request_rng, Pcg32};
+pub use propose::propose_and_verify;
+pub use rules::{verify_chain_rule, ChainRule};
 pub use sampling::{sample_with, sampling_distribution, SamplingParams};
 pub use tree::{verify_tree, TreeVerified};
 pub use verify::{speculative_step, verify_draft, Verified};
@@ -58,4 +65,6 @@ pub const PLANTED_BUGS: &[&str] = &[
     "bug_block_unadjusted_residual",
     #[cfg(feature = "bug_sampler_match_no_break")]
     "bug_sampler_match_no_break",
+    #[cfg(feature = "bug_draft_shares_verifier_noise")]
+    "bug_draft_shares_verifier_noise",
 ];

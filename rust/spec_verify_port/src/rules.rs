@@ -1,5 +1,8 @@
 //! Verification rules other than the token rule (reference/CONTRACT.md sections 8 and 9):
-//! block verification and sampler-match, with `verify_draft`'s arguments and errors.
+//! block verification and sampler-match, with `verify_draft`'s arguments and errors, behind
+//! one dispatcher ([`verify_chain_rule`]) that every chain symbol of the C ABI calls. Greedy
+//! verification is the contract's argmax chain under every rule: the dispatcher sends it to
+//! `verify_draft`, so the rules below are written for sampled rounds only.
 //!
 //! Planted bugs: `bug_block_unadjusted_residual` (the token rule's residual `max(p - q, 0)`
 //! where `max(w_i p - q, 0)` belongs, vllm-ascend #7807) and `bug_sampler_match_no_break`
@@ -72,10 +75,56 @@ fn draft_row(q_rows: Option<&[f64]>, i: usize, x: i64, v: usize) -> Vec<f64> {
     }
 }
 
-/// Block verification (CONTRACT.md section 8): `eta_1..eta_m` (all drawn), then one uniform
-/// for the added token; greedy is the contract's argmax chain.
+/// Which chain rule a round runs (CONTRACT.md sections 3, 8, 9).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChainRule {
+    /// The token rule (`verify_draft`, section 3).
+    Token,
+    /// Block verification (section 8).
+    Block,
+    /// Sampler-match (section 9).
+    SamplerMatch,
+}
+
+/// One round of `rule` with `verify_draft`'s arguments and errors. Greedy rounds (and the
+/// token rule) are `verify_draft`'s: every rule's greedy path is the argmax chain.
+#[allow(clippy::too_many_arguments)] // verify_draft's eight arguments and the rule
+pub fn verify_chain_rule<F>(
+    rule: ChainRule,
+    target_logits: &[f64],
+    v: usize,
+    draft_ids: &[i64],
+    draft_probs: Option<&[f64]>,
+    p: &SamplingParams,
+    history: &[i64],
+    prompt: &[i64],
+    uniform: F,
+) -> SvResult<Verified>
+where
+    F: FnMut() -> SvResult<f64>,
+{
+    let sampled = match rule {
+        _ if p.is_greedy() => verify_draft,
+        ChainRule::Token => verify_draft,
+        ChainRule::Block => block_sampled,
+        ChainRule::SamplerMatch => sampler_match_sampled,
+    };
+    sampled(
+        target_logits,
+        v,
+        draft_ids,
+        draft_probs,
+        p,
+        history,
+        prompt,
+        uniform,
+    )
+}
+
+/// Block verification (CONTRACT.md section 8), sampled: `eta_1..eta_m` (all drawn), then one
+/// uniform for the added token.
 #[allow(clippy::too_many_arguments)] // verify_draft's eight arguments
-pub fn verify_block<F>(
+fn block_sampled<F>(
     target_logits: &[f64],
     v: usize,
     draft_ids: &[i64],
@@ -88,18 +137,6 @@ pub fn verify_block<F>(
 where
     F: FnMut() -> SvResult<f64>,
 {
-    if p.is_greedy() {
-        return verify_draft(
-            target_logits,
-            v,
-            draft_ids,
-            draft_probs,
-            p,
-            history,
-            prompt,
-            uniform,
-        );
-    }
     let (rows, q_rows) = check_round(target_logits, v, draft_ids, draft_probs, p, history, prompt)?;
     let m = draft_ids.len();
     let targets = target_rows(&rows, p, history, draft_ids, prompt)?;
@@ -165,10 +202,10 @@ where
     })
 }
 
-/// Sampler-match (CONTRACT.md section 9): per reached position one uniform and the target's
-/// own sample; a mismatch emits it and stops; all kept: one more uniform for the bonus.
+/// Sampler-match (CONTRACT.md section 9), sampled: per reached position one uniform and the
+/// target's own sample; a mismatch emits it and stops; all kept: one more uniform for the bonus.
 #[allow(clippy::too_many_arguments)] // verify_draft's eight arguments
-pub fn verify_sampler_match<F>(
+fn sampler_match_sampled<F>(
     target_logits: &[f64],
     v: usize,
     draft_ids: &[i64],
@@ -181,18 +218,6 @@ pub fn verify_sampler_match<F>(
 where
     F: FnMut() -> SvResult<f64>,
 {
-    if p.is_greedy() {
-        return verify_draft(
-            target_logits,
-            v,
-            draft_ids,
-            draft_probs,
-            p,
-            history,
-            prompt,
-            uniform,
-        );
-    }
     let (rows, _) = check_round(target_logits, v, draft_ids, draft_probs, p, history, prompt)?;
     let m = draft_ids.len();
     let mut seen = history.to_vec();
@@ -258,18 +283,38 @@ mod tests {
         let p = SamplingParams::default();
         let logits = vec![0.0, 0.0, 0.0, 0.0, 0.0, 0.0];
         let mut n = 0;
-        let out = verify_block(&logits, 2, &[0, 1], None, &p, &[], &[], || {
-            n += 1;
-            Ok(0.9)
-        })
+        let out = verify_chain_rule(
+            ChainRule::Block,
+            &logits,
+            2,
+            &[0, 1],
+            None,
+            &p,
+            &[],
+            &[],
+            || {
+                n += 1;
+                Ok(0.9)
+            },
+        )
         .unwrap();
         assert_eq!(n, 3);
         assert_eq!(out.emitted.len(), out.n_accepted + 1);
         let mut n = 0;
-        let out = verify_sampler_match(&logits, 2, &[1, 1], None, &p, &[], &[], || {
-            n += 1;
-            Ok(0.1) // the target's sample is token 0: a mismatch at once
-        })
+        let out = verify_chain_rule(
+            ChainRule::SamplerMatch,
+            &logits,
+            2,
+            &[1, 1],
+            None,
+            &p,
+            &[],
+            &[],
+            || {
+                n += 1;
+                Ok(0.1) // the target's sample is token 0: a mismatch at once
+            },
+        )
         .unwrap();
         #[cfg(not(feature = "bug_sampler_match_no_break"))]
         {

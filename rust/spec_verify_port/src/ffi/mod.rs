@@ -11,11 +11,12 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use crate::error::{fail, ErrorCode, SvError, SvResult};
 use crate::lookup::{prompt_lookup, validate_lookup};
 use crate::pcg32::{request_rng, Pcg32};
+use crate::propose::{draft_params_error, propose_and_verify};
+use crate::rules::{verify_chain_rule, ChainRule};
 use crate::sampling::{check_probs, sample_with, sampling_distribution, SamplingParams};
-use crate::verify::{speculative_step, verify_draft};
+use crate::verify::{speculative_step, Verified};
 
 mod params;
-mod rules;
 mod tree;
 
 pub(crate) use params::SvSamplingParams;
@@ -146,10 +147,12 @@ pub(crate) const SV_CAP_PCG32: u32 = 1 << 4;
 pub(crate) const SV_CAP_VERIFY_TREE: u32 = 1 << 5;
 pub(crate) const SV_CAP_VERIFY_BLOCK: u32 = 1 << 8;
 pub(crate) const SV_CAP_VERIFY_SAMPLER_MATCH: u32 = 1 << 9;
+pub(crate) const SV_CAP_PROPOSE_AND_VERIFY: u32 = 1 << 10;
 
 /// `uint32_t sv_capabilities(void)` (optional in the ABI): the port offers everything the
-/// contract asks of a port, in its draw order, and exports `sv_verify_tree`; it computes in
-/// float64 (no `SV_CAP_FLOAT32`).
+/// contract asks of a port, in its draw order, and exports every optional symbol
+/// (`sv_verify_tree`, `sv_verify_block`, `sv_verify_sampler_match`, `sv_propose_and_verify`);
+/// it computes in float64 (no `SV_CAP_FLOAT32`).
 #[no_mangle]
 pub extern "C" fn sv_capabilities() -> u32 {
     SV_CAP_INJECTED_UNIFORMS
@@ -160,6 +163,7 @@ pub extern "C" fn sv_capabilities() -> u32 {
         | SV_CAP_VERIFY_TREE
         | SV_CAP_VERIFY_BLOCK
         | SV_CAP_VERIFY_SAMPLER_MATCH
+        | SV_CAP_PROPOSE_AND_VERIFY
 }
 
 /// `const char* sv_last_error(void)`: the thread's last error message ("" if none).
@@ -234,10 +238,7 @@ pub unsafe extern "C" fn sv_sampling_distribution(
     out_probs: *mut f64,
 ) -> i32 {
     guard(|| {
-        let v = length("V", v)?;
-        if v == 0 {
-            return fail(ErrorCode::Shape, "V=0: must be >= 1");
-        }
+        let v = vocab(v)?;
         let logits = input("logits", logits, v)?;
         let raw = *out_ref("params", params as *mut SvSamplingParams)?;
         let history = input("history", history, length("n_history", n_history)?)?;
@@ -257,10 +258,7 @@ pub unsafe extern "C" fn sv_sampling_distribution(
 #[no_mangle]
 pub unsafe extern "C" fn sv_sample(dist: *const f64, v: i64, u: f64, out_id: *mut i64) -> i32 {
     guard(|| {
-        let v = length("V", v)?;
-        if v == 0 {
-            return fail(ErrorCode::Shape, "V=0: must be >= 1");
-        }
+        let v = vocab(v)?;
         let dist = input("dist", dist, v)?;
         let out_id = out_ref("out_id", out_id)?;
         check_uniform("u", u)?;
@@ -286,10 +284,7 @@ pub unsafe extern "C" fn sv_speculative_step(
     out_accepted: *mut i32,
 ) -> i32 {
     guard(|| {
-        let v = length("V", v)?;
-        if v == 0 {
-            return fail(ErrorCode::Shape, "V=0: must be >= 1");
-        }
+        let v = vocab(v)?;
         let p = input("p", p, v)?;
         let q = input("q", q, v)?;
         let out_token = out_ref("out_token", out_token)?;
@@ -322,121 +317,88 @@ pub unsafe extern "C" fn sv_speculative_step(
     })
 }
 
-/// `sv_verify_draft`: see the header.
+/// Defines one chain symbol of the header (`sv_verify_draft`'s arguments, outputs and
+/// errors; the rule's decisions and draw order): `sv_verify_draft` (CONTRACT.md section 3)
+/// and the optional `sv_verify_block` (section 8) and `sv_verify_sampler_match` (section 9).
+macro_rules! chain_symbol {
+    ($(#[$doc:meta])* $name:ident => $rule:expr) => {
+        $(#[$doc])*
+        ///
+        /// # Safety
+        /// Every pointer must be NULL or point to as many values as the header says;
+        /// `uniform`, if not NULL, must be callable with `uniform_ctx`.
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            target_logits: *const f64,
+            m: i64,
+            v: i64,
+            draft_ids: *const i64,
+            draft_probs: *const f64,
+            params: *const SvSamplingParams,
+            history: *const i64,
+            n_history: i64,
+            prompt: *const i64,
+            n_prompt: i64,
+            uniform: SvUniformFn,
+            uniform_ctx: *mut c_void,
+            pcg_seed: u64,
+            out_ids: *mut i64,
+            out_capacity: i64,
+            out_n_emitted: *mut i64,
+            out_n_accepted: *mut i64,
+        ) -> i32 {
+            guard(|| {
+                let m = length("m", m)?;
+                let v = vocab(v)?;
+                let target_logits = input("target_logits", target_logits, rows_of("m", m, v)?)?;
+                let draft_ids = input("draft_ids", draft_ids, m)?;
+                let raw = *out_ref("params", params as *mut SvSamplingParams)?;
+                let draft_probs = if draft_probs.is_null() || raw.temperature == 0.0 {
+                    None
+                } else {
+                    Some(input("draft_probs", draft_probs, m * v)?)
+                };
+                let (history, prompt) = context(history, n_history, prompt, n_prompt)?;
+                let out = ChainOut::new(out_ids, out_capacity, out_n_emitted, out_n_accepted)?;
+                let params = SamplingParams::try_from(&raw)?;
+                out.holds(m)?;
+                let verified = with_uniforms(uniform, uniform_ctx, pcg_seed, |u| {
+                    verify_chain_rule($rule, target_logits, v, draft_ids, draft_probs, &params,
+                                      history, prompt, u)
+                })?;
+                out.write(verified);
+                Ok(())
+            })
+        }
+    };
+}
+
+chain_symbol!(
+    /// `sv_verify_draft`: see the header.
+    sv_verify_draft => ChainRule::Token
+);
+chain_symbol!(
+    /// `sv_verify_block` (optional in the ABI): block verification, CONTRACT.md section 8.
+    sv_verify_block => ChainRule::Block
+);
+chain_symbol!(
+    /// `sv_verify_sampler_match` (optional in the ABI): sampler-match, CONTRACT.md section 9.
+    sv_verify_sampler_match => ChainRule::SamplerMatch
+);
+
+/// `sv_propose_and_verify` (optional in the ABI): see the header (CONTRACT.md section 14).
 ///
 /// # Safety
 /// Every pointer must be NULL or point to as many values as the header says; `uniform`, if
 /// not NULL, must be callable with `uniform_ctx`.
 #[no_mangle]
-pub unsafe extern "C" fn sv_verify_draft(
+pub unsafe extern "C" fn sv_propose_and_verify(
     target_logits: *const f64,
-    m: i64,
+    draft_logits: *const f64,
+    k: i64,
     v: i64,
-    draft_ids: *const i64,
-    draft_probs: *const f64,
     params: *const SvSamplingParams,
-    history: *const i64,
-    n_history: i64,
-    prompt: *const i64,
-    n_prompt: i64,
-    uniform: SvUniformFn,
-    uniform_ctx: *mut c_void,
-    pcg_seed: u64,
-    out_ids: *mut i64,
-    out_capacity: i64,
-    out_n_emitted: *mut i64,
-    out_n_accepted: *mut i64,
-) -> i32 {
-    verify_chain(
-        ChainRule::Token,
-        target_logits,
-        m,
-        v,
-        draft_ids,
-        draft_probs,
-        params,
-        history,
-        n_history,
-        prompt,
-        n_prompt,
-        uniform,
-        uniform_ctx,
-        pcg_seed,
-        out_ids,
-        out_capacity,
-        out_n_emitted,
-        out_n_accepted,
-    )
-}
-
-/// Which chain rule a `sv_verify_*` symbol runs (CONTRACT.md sections 3, 8, 9).
-#[derive(Clone, Copy)]
-pub(crate) enum ChainRule {
-    Token,
-    Block,
-    SamplerMatch,
-}
-
-#[allow(clippy::too_many_arguments)] // verify_draft's eight arguments and the rule
-fn run_rule(
-    rule: ChainRule,
-    target_logits: &[f64],
-    v: usize,
-    draft_ids: &[i64],
-    draft_probs: Option<&[f64]>,
-    p: &SamplingParams,
-    history: &[i64],
-    prompt: &[i64],
-    uniform: &mut dyn FnMut() -> SvResult<f64>,
-) -> SvResult<crate::verify::Verified> {
-    match rule {
-        ChainRule::Token => verify_draft(
-            target_logits,
-            v,
-            draft_ids,
-            draft_probs,
-            p,
-            history,
-            prompt,
-            uniform,
-        ),
-        ChainRule::Block => crate::rules::verify_block(
-            target_logits,
-            v,
-            draft_ids,
-            draft_probs,
-            p,
-            history,
-            prompt,
-            uniform,
-        ),
-        ChainRule::SamplerMatch => crate::rules::verify_sampler_match(
-            target_logits,
-            v,
-            draft_ids,
-            draft_probs,
-            p,
-            history,
-            prompt,
-            uniform,
-        ),
-    }
-}
-
-/// The body of every chain symbol (`sv_verify_draft`, `sv_verify_block`,
-/// `sv_verify_sampler_match`): one argument contract, the rule's draw order.
-///
-/// # Safety
-/// As `sv_verify_draft`.
-#[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn verify_chain(
-    rule: ChainRule,
-    target_logits: *const f64,
-    m: i64,
-    v: i64,
-    draft_ids: *const i64,
-    draft_probs: *const f64,
-    params: *const SvSamplingParams,
+    draft_params: *const SvSamplingParams,
     history: *const i64,
     n_history: i64,
     prompt: *const i64,
@@ -450,83 +412,149 @@ pub(crate) unsafe fn verify_chain(
     out_n_accepted: *mut i64,
 ) -> i32 {
     guard(|| {
-        let m = length("m", m)?;
-        let v = length("V", v)?;
-        if v == 0 {
-            return fail(ErrorCode::Shape, "V=0: must be >= 1");
-        }
-        let rows = m
-            .checked_add(1)
-            .and_then(|r| r.checked_mul(v))
-            .ok_or_else(|| {
-                SvError::new(
-                    ErrorCode::Shape,
-                    format!("(m + 1) * V overflows for m={m}, V={v}"),
-                )
-            })?;
-        let target_logits = input("target_logits", target_logits, rows)?;
-        let draft_ids = input("draft_ids", draft_ids, m)?;
+        let k = length("k", k)?;
+        let v = vocab(v)?;
+        let target_logits = input("target_logits", target_logits, rows_of("k", k, v)?)?;
+        let draft_logits = input("draft_logits", draft_logits, k * v)?;
         let raw = *out_ref("params", params as *mut SvSamplingParams)?;
-        let draft_probs = if draft_probs.is_null() || raw.temperature == 0.0 {
-            None
+        let raw_draft = if draft_params.is_null() {
+            raw
         } else {
-            Some(input("draft_probs", draft_probs, m * v)?)
+            *out_ref("draft_params", draft_params as *mut SvSamplingParams)?
         };
-        let history = input("history", history, length("n_history", n_history)?)?;
-        let prompt = input("prompt", prompt, length("n_prompt", n_prompt)?)?;
-        let capacity = length("out_capacity", out_capacity)?;
-        let out_n_emitted = out_ref("out_n_emitted", out_n_emitted)?;
-        let out_n_accepted = out_ref("out_n_accepted", out_n_accepted)?;
-        let out_ids = output("out_ids", out_ids, capacity)?;
+        let (history, prompt) = context(history, n_history, prompt, n_prompt)?;
+        let out = ChainOut::new(out_ids, out_capacity, out_n_emitted, out_n_accepted)?;
         let params = SamplingParams::try_from(&raw)?;
+        let draft_params = SamplingParams::try_from(&raw_draft).map_err(draft_params_error)?;
+        out.holds(k)?;
+        let verified = with_uniforms(uniform, uniform_ctx, pcg_seed, |u| {
+            propose_and_verify(
+                target_logits,
+                draft_logits,
+                v,
+                &params,
+                &draft_params,
+                history,
+                prompt,
+                u,
+            )
+        })?;
+        out.write(verified);
+        Ok(())
+    })
+}
+
+/// `V`, which must be >= 1.
+fn vocab(v: i64) -> SvResult<usize> {
+    let v = length("V", v)?;
+    if v == 0 {
+        return fail(ErrorCode::Shape, "V=0: must be >= 1");
+    }
+    Ok(v)
+}
+
+/// `(count + 1) * V`: the target rows of a round of `count` drafts (or nodes), `name` naming
+/// the count.
+pub(crate) fn rows_of(name: &str, count: usize, v: usize) -> SvResult<usize> {
+    count
+        .checked_add(1)
+        .and_then(|r| r.checked_mul(v))
+        .ok_or_else(|| {
+            SvError::new(
+                ErrorCode::Shape,
+                format!("({name} + 1) * V overflows for {name}={count}, V={v}"),
+            )
+        })
+}
+
+/// The round's `history` and `prompt` ids.
+///
+/// Safety: as `input`, for both arrays.
+pub(crate) unsafe fn context<'a>(
+    history: *const i64,
+    n_history: i64,
+    prompt: *const i64,
+    n_prompt: i64,
+) -> SvResult<(&'a [i64], &'a [i64])> {
+    let history = input("history", history, length("n_history", n_history)?)?;
+    let prompt = input("prompt", prompt, length("n_prompt", n_prompt)?)?;
+    Ok((history, prompt))
+}
+
+/// The outputs of a chain call: `out_ids` (`out_capacity` of them), `out_n_emitted`,
+/// `out_n_accepted`, checked in that order (capacity, the counts, the ids).
+struct ChainOut<'a> {
+    ids: &'a mut [i64],
+    n_emitted: &'a mut i64,
+    n_accepted: &'a mut i64,
+}
+
+impl ChainOut<'_> {
+    /// Safety: as `output` and `out_ref`, for each pointer.
+    unsafe fn new(
+        out_ids: *mut i64,
+        out_capacity: i64,
+        out_n_emitted: *mut i64,
+        out_n_accepted: *mut i64,
+    ) -> SvResult<Self> {
+        let capacity = length("out_capacity", out_capacity)?;
+        let n_emitted = out_ref("out_n_emitted", out_n_emitted)?;
+        let n_accepted = out_ref("out_n_accepted", out_n_accepted)?;
+        let ids = output("out_ids", out_ids, capacity)?;
+        Ok(ChainOut {
+            ids,
+            n_emitted,
+            n_accepted,
+        })
+    }
+
+    /// `SV_E_BUFFER` unless the ids hold a round of `m` drafts (`m + 1` ids).
+    fn holds(&self, m: usize) -> SvResult<()> {
+        let capacity = self.ids.len();
         if capacity < m + 1 {
             return fail(
                 ErrorCode::Buffer,
                 format!("out_capacity={capacity}: must be >= m + 1 = {}", m + 1),
             );
         }
-        let verified = match uniform {
-            Some(callback) => run_rule(
-                rule,
-                target_logits,
-                v,
-                draft_ids,
-                draft_probs,
-                &params,
-                history,
-                prompt,
-                &mut || {
-                    let u = callback(uniform_ctx);
-                    if (0.0..1.0).contains(&u) {
-                        Ok(u)
-                    } else {
-                        fail(
-                            ErrorCode::Callback,
-                            format!("uniform: returned {u:?}; uniforms must be in [0, 1)"),
-                        )
-                    }
-                },
-            )?,
-            None => {
-                let mut rng = request_rng(pcg_seed);
-                run_rule(
-                    rule,
-                    target_logits,
-                    v,
-                    draft_ids,
-                    draft_probs,
-                    &params,
-                    history,
-                    prompt,
-                    &mut || Ok(rng.random()),
-                )?
-            }
-        };
-        out_ids[..verified.emitted.len()].copy_from_slice(&verified.emitted);
-        *out_n_emitted = verified.emitted.len() as i64;
-        *out_n_accepted = verified.n_accepted as i64;
         Ok(())
-    })
+    }
+
+    fn write(self, verified: Verified) {
+        self.ids[..verified.emitted.len()].copy_from_slice(&verified.emitted);
+        *self.n_emitted = verified.emitted.len() as i64;
+        *self.n_accepted = verified.n_accepted as i64;
+    }
+}
+
+/// Runs `body` with the call's uniform source: `uniform(uniform_ctx)`, each value checked to
+/// lie in `[0, 1)` (else `SV_E_CALLBACK`), or, when `uniform` is NULL, the contract's request
+/// stream `request_rng(pcg_seed)` started afresh.
+///
+/// Safety: `uniform`, if not NULL, must be callable with `uniform_ctx`.
+pub(crate) unsafe fn with_uniforms<R>(
+    uniform: SvUniformFn,
+    uniform_ctx: *mut c_void,
+    pcg_seed: u64,
+    body: impl FnOnce(&mut dyn FnMut() -> SvResult<f64>) -> SvResult<R>,
+) -> SvResult<R> {
+    match uniform {
+        Some(callback) => body(&mut || {
+            let u = callback(uniform_ctx);
+            if (0.0..1.0).contains(&u) {
+                Ok(u)
+            } else {
+                fail(
+                    ErrorCode::Callback,
+                    format!("uniform: returned {u:?}; uniforms must be in [0, 1)"),
+                )
+            }
+        }),
+        None => {
+            let mut rng = request_rng(pcg_seed);
+            body(&mut || Ok(rng.random()))
+        }
+    }
 }
 
 /// `sv_prompt_lookup`: see the header.
@@ -1043,6 +1071,7 @@ mod tests {
             "sv_verify_tree",
             "sv_verify_block",
             "sv_verify_sampler_match",
+            "sv_propose_and_verify",
             "sv_prompt_lookup",
         ];
         exported.sort();
@@ -1057,6 +1086,7 @@ mod tests {
             ("SV_CAP_VERIFY_TREE", SV_CAP_VERIFY_TREE),
             ("SV_CAP_VERIFY_BLOCK", SV_CAP_VERIFY_BLOCK),
             ("SV_CAP_VERIFY_SAMPLER_MATCH", SV_CAP_VERIFY_SAMPLER_MATCH),
+            ("SV_CAP_PROPOSE_AND_VERIFY", SV_CAP_PROPOSE_AND_VERIFY),
         ];
         for (name, bit) in crate_bits {
             assert!(capability_bits.contains(&(name.to_string(), bit)), "{name}");

@@ -3,9 +3,9 @@
 
 use std::ffi::c_void;
 
-use super::{guard, input, length, out_ref, output, SvSamplingParams, SvUniformFn};
-use crate::error::{fail, ErrorCode, SvError};
-use crate::pcg32::request_rng;
+use super::{context, guard, input, length, out_ref, output, rows_of, with_uniforms};
+use super::{vocab, SvSamplingParams, SvUniformFn};
+use crate::error::{fail, ErrorCode};
 use crate::sampling::SamplingParams;
 use crate::tree::verify_tree;
 
@@ -41,16 +41,8 @@ pub unsafe extern "C" fn sv_verify_tree(
 ) -> i32 {
     guard(|| {
         let n = length("n", n)?;
-        let v = length("V", v)?;
-        if v == 0 {
-            return fail(ErrorCode::Shape, "V=0: must be >= 1");
-        }
-        let rows = n
-            .checked_add(1)
-            .and_then(|r| r.checked_mul(v))
-            .ok_or_else(|| {
-                SvError::new(ErrorCode::Shape, format!("(n + 1) * V overflows for n={n}"))
-            })?;
+        let v = vocab(v)?;
+        let rows = rows_of("n", n, v)?;
         let target_logits = input("target_logits", target_logits, rows)?;
         let parents = input("parents", parents, n)?;
         let token_ids = input("token_ids", token_ids, n)?;
@@ -69,8 +61,7 @@ pub unsafe extern "C" fn sv_verify_tree(
             };
             Some((q, present))
         };
-        let history = input("history", history, length("n_history", n_history)?)?;
-        let prompt = input("prompt", prompt, length("n_prompt", n_prompt)?)?;
+        let (history, prompt) = context(history, n_history, prompt, n_prompt)?;
         let capacity = length("out_capacity", out_capacity)?;
         let out_n_emitted = out_ref("out_n_emitted", out_n_emitted)?;
         let out_ids = output("out_ids", out_ids, capacity)?;
@@ -83,8 +74,8 @@ pub unsafe extern "C" fn sv_verify_tree(
             );
         }
         let probs_ref = probs.as_ref().map(|(q, present)| (*q, present.as_slice()));
-        let verified = match uniform {
-            Some(callback) => verify_tree(
+        let verified = with_uniforms(uniform, uniform_ctx, pcg_seed, |u| {
+            verify_tree(
                 target_logits,
                 v,
                 parents,
@@ -96,36 +87,9 @@ pub unsafe extern "C" fn sv_verify_tree(
                 &params,
                 history,
                 prompt,
-                || {
-                    let u = callback(uniform_ctx);
-                    if (0.0..1.0).contains(&u) {
-                        Ok(u)
-                    } else {
-                        fail(
-                            ErrorCode::Callback,
-                            format!("uniform: returned {u:?}; uniforms must be in [0, 1)"),
-                        )
-                    }
-                },
-            )?,
-            None => {
-                let mut rng = request_rng(pcg_seed);
-                verify_tree(
-                    target_logits,
-                    v,
-                    parents,
-                    token_ids,
-                    probs_ref,
-                    rule,
-                    epsilon,
-                    delta,
-                    &params,
-                    history,
-                    prompt,
-                    || Ok(rng.random()),
-                )?
-            }
-        };
+                u,
+            )
+        })?;
         out_ids[..verified.emitted.len()].copy_from_slice(&verified.emitted);
         out_nodes[..verified.nodes.len()].copy_from_slice(&verified.nodes);
         *out_n_emitted = verified.emitted.len() as i64;
