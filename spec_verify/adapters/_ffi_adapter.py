@@ -623,7 +623,7 @@ class FfiImplementation(Implementation):
                                            ("seed", seed)))  # fmt: skip
         results = []
         for (target, *_), outcome in zip(rounds, self.batch(calls), strict=True):
-            value = self._value_of("propose_and_verify", outcome[0], outcome[1], [])
+            value = self._value_of("propose_and_verify", outcome, [])
             shape = np.shape(target)
             results.append(check_verify_result(self.name, value, shape[0] - 1, shape[-1]))
         return results

@@ -31,8 +31,8 @@ PARAMS = [
 
 def _replayed(impl, target, draft, p, q, history, scripts):
     calls = [impl.propose_call(target, draft, p, q, history, [1], ("list", s)) for s in scripts]
-    return [(kind, tuple(value) if kind == "ok" else value, drawn)
-            for kind, value, drawn in impl.batch(calls)]  # fmt: skip
+    return [("ok", tuple(o.value), o.drawn) if o.is_ok else ("err", o.value, o.drawn)
+            for o in impl.batch(calls)]  # fmt: skip
 
 
 @pytest.mark.rust
@@ -61,14 +61,15 @@ def test_bad_input_is_the_contracts_error_naming_the_argument(port):
     p = SamplingParams()
     call = port.propose_call(TARGET, DRAFT, p, SamplingParams(top_p=1.0), [], [], ("forbid",))
     call[1]["draft_params"] = (1.0, 0, 0.0, 0.0, 1.0, 0.0, 0.0)  # top_p = 0: out of range
-    [(kind, error, drawn)] = port.batch([call])
-    assert kind == "err" and isinstance(error, InvalidParams) and drawn == 0
+    [outcome] = port.batch([call])
+    error, drawn = outcome.value, outcome.drawn
+    assert not outcome.is_ok and isinstance(error, InvalidParams) and drawn == 0
     assert "draft_params.top_p" in str(error), error
     bad = TARGET.copy()
     bad[2, 1] = np.nan  # the bonus row: the port finds it before drafting
-    [(kind, error, drawn)] = port.batch([port.propose_call(bad, DRAFT, p, None, [], [],
-                                                           ("forbid",))])  # fmt: skip
-    assert kind == "err" and isinstance(error, InvalidLogits) and drawn == 0
+    [outcome] = port.batch([port.propose_call(bad, DRAFT, p, None, [], [], ("forbid",))])
+    error, drawn = outcome.value, outcome.drawn
+    assert not outcome.is_ok and isinstance(error, InvalidLogits) and drawn == 0
     assert "target_logits row 2" in str(error), error
     with pytest.raises(InvalidLogits, match="must be \\(k \\+ 1, V\\)"):
         port.propose_many([(TARGET[:2], DRAFT, (), ())], p, p, np.random.default_rng(0))
