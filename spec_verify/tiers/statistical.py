@@ -20,6 +20,10 @@ policy of DESIGN.md):
   so each check keeps its declared power;
 - one root seed (``numpy.random.SeedSequence``) drives every draw of the harness and seeds the
   implementation's own generator; a run is never retried;
+- the number of draws and the order of the checks are not constants an implementation can
+  count to: each check draws its planned ``n`` plus a seeded extra of up to an eighth of it
+  (``PlannedCheck.extra``, never fewer than planned), and the checks run in an order shuffled
+  from the seed (``StatisticalPlan.order``); results are reported in registry order;
 - optionally a sequential test (an e-process, safe under optional stopping) runs beside each
   check and stops it early on overwhelming evidence; the check's alpha is then split between
   the e-process and the G-test (each at ``alpha_i / 2``), so the false-alarm rate is unchanged.
@@ -87,6 +91,7 @@ DEFAULT_POWER = 0.99
 DEFAULT_BUDGET = 200_000  # draws per check; the largest default plan is about 14,000
 TIER = "statistical"
 _BATCH = 512  # draws between two looks of the sequential test
+_SCHEDULE_KEY = 2**31 - 1  # spawn key of the extras and the order: no check's index
 F = Fraction
 Sample = Hashable
 
@@ -928,6 +933,8 @@ class PlannedCheck:
 
     ``index`` is the check's position in ``STATISTICAL_CHECKS`` (its seed stream);
     ``skip_reason`` is set when the implementation lacks what the check needs (``n`` is then 0).
+    ``n`` is the power plan's sample size; the run draws ``draws = n + extra``, ``extra`` from
+    the run's seed, so that a run's call count is not a constant (the plan is still met).
     """
 
     check: StatisticalCheck
@@ -936,6 +943,11 @@ class PlannedCheck:
     alpha: float
     cells: int
     skip_reason: str = ""
+    extra: int = 0
+
+    @property
+    def draws(self) -> int:
+        return self.n + self.extra
 
 
 @dataclass(frozen=True)
@@ -949,12 +961,16 @@ class StatisticalPlan:
     budget: int
     sequential: bool
     entries: tuple[PlannedCheck, ...]
+    order: tuple[int, ...] = ()  # the active checks' indices in run order (from the seed)
 
     def total_samples(self) -> int:
-        return sum(entry.n for entry in self.entries)
+        return sum(entry.draws for entry in self.entries)
 
     def active(self) -> list[PlannedCheck]:
-        return [entry for entry in self.entries if not entry.skip_reason]
+        """The checks that run, in run order."""
+        active = {entry.index: entry for entry in self.entries if not entry.skip_reason}
+        order = [i for i in self.order if i in active] or list(active)
+        return [active[i] for i in order]
 
 
 def plan_statistical_tier(
@@ -973,7 +989,9 @@ def plan_statistical_tier(
     With ``m`` checks that run, each is planned at ``alpha_i = family_alpha / m`` (at
     ``alpha_i / 2`` for its G-test when ``sequential``), with
     ``n = required_samples(cells, alpha_i, delta, power)`` where ``cells`` counts the outcomes
-    of positive probability. ``impl=None`` plans as if every capability were offered.
+    of positive probability, plus a seeded extra of ``0..n // 8`` draws (within ``budget``),
+    and the run order is a permutation of the checks from ``seed``. ``impl=None`` plans as if
+    every capability were offered.
 
     Raises:
         InvalidArgument: ``family_alpha`` or ``power`` outside (0, 1), ``power <= alpha``,
@@ -1004,7 +1022,13 @@ def plan_statistical_tier(
             raise InvalidArgument(
                 error.argument, error.value, f"check {check.name}: {error.rule}", error.fix
             ) from error
-        entries.append(PlannedCheck(check, index, n, alpha_i, cells))
+        extras = np.random.default_rng(
+            np.random.SeedSequence(seed, spawn_key=(_SCHEDULE_KEY, index))
+        )
+        extra = min(int(extras.integers(0, n // 8 + 1)), budget - n)
+        entries.append(PlannedCheck(check, index, n, alpha_i, cells, extra=extra))
+    shuffle = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(_SCHEDULE_KEY,)))
+    order = tuple(int(active[i]) for i in shuffle.permutation(len(active)))
     return StatisticalPlan(
         seed=seed,
         family_alpha=family_alpha,
@@ -1013,6 +1037,7 @@ def plan_statistical_tier(
         budget=budget,
         sequential=bool(sequential),
         entries=tuple(entries),
+        order=order,
     )
 
 
@@ -1079,8 +1104,8 @@ def _draw_outcomes(
         probs = [*entry.check.probabilities().values(), 0.0]  # last: any unlisted outcome
         sequential = SequentialGofTest(probs, alpha=entry.alpha / 2)
     outcomes: list[Sample] = []
-    while len(outcomes) < entry.n:
-        batch = sampler.draw(min(_BATCH, entry.n - len(outcomes)))
+    while len(outcomes) < entry.draws:
+        batch = sampler.draw(min(_BATCH, entry.draws - len(outcomes)))
         outcomes.extend(batch)
         if sequential is not None:
             idx = [index_by_outcome.get(outcome, len(cells)) for outcome in batch]
@@ -1241,7 +1266,7 @@ def run_statistical_tier(
     seconds: dict[int, float] = {}
     for entry in plan.active():
         if progress is not None:
-            progress(f"statistical: {entry.check.name} ({entry.n:,} draws)")
+            progress(f"statistical: {entry.check.name} ({entry.draws:,} draws)")
         started = time.perf_counter()
         observations[entry.index] = _observe_safely(impl, plan, entry)
         seconds[entry.index] = time.perf_counter() - started
@@ -1315,6 +1340,7 @@ def _declared(plan: StatisticalPlan, entry: PlannedCheck) -> dict[str, Any]:
         "power": plan.power,
         "planned_alpha": entry.alpha,
         "required_samples": entry.n,
+        "draws": entry.draws,  # the plan's n plus the run's seeded extra
         "cells": entry.cells,
         "seed": plan.seed,
         "description": entry.check.description,
