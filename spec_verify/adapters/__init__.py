@@ -19,6 +19,10 @@ from spec_verify.adapters._ffi_adapter import (
     FfiImplementation,
     load_ffi,
 )
+from spec_verify.adapters._gpu_kernels import (
+    flashinfer_chain_kernel,
+    gpu_unavailable_reason,
+)
 from spec_verify.adapters._guard import (
     guarded_call,
 )
@@ -73,6 +77,8 @@ __all__ = [
     "check_tree_result",
     "find_cargo",
     "find_crate",
+    "flashinfer_chain_kernel",
+    "gpu_unavailable_reason",
     "guarded_call",
     "library_filename",
     "load_ffi",
