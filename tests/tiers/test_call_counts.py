@@ -67,7 +67,7 @@ def test_the_schedule_is_the_seeds_and_meets_the_plan() -> None:
     assert [e.n for e in a.entries] == [e.n for e in b.entries]
 
 
-@pytest.mark.slow  # the whole quick gate on the counting control, in a worker: 60-120 s
+@pytest.mark.slow  # the whole quick gate on the control, in a worker: 464 s at load 10-20
 def test_the_quick_gate_catches_a_sampler_that_turns_wrong_after_its_calls() -> None:
     impl = load_implementation("python:tests.impls.wrong_after_calls")
     try:
