@@ -456,12 +456,13 @@ def main() -> int:
             if pid in running:  # whatever the run left behind in its tree or its group
                 running[pid].setdefault("survivors", []).extend(kill_tree(pid))
             _, status = os.waitpid(pid, 0)
-            job = running.pop(pid, None)
+            finished = running.pop(pid, None)
             for fd in [fd for fd, owner in pidfds.items() if owner == pid]:
                 os.close(fd)
                 del pidfds[fd]
-            if job is None:
+            if finished is None:
                 continue
+            job = finished
             if job["timed_out"]:
                 reply(job, "timed_out", 0)
             elif os.WIFSIGNALED(status):

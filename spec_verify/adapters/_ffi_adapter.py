@@ -588,7 +588,7 @@ class FfiImplementation(Implementation):
         history: Sequence[int],
         prompt: Sequence[int],
         source: Any,
-    ) -> Call:
+    ) -> WireCall:
         """``propose_and_verify``'s arguments as one call for ``batch`` (raises InvalidParams
         for bad sampling parameters); its value is ``(emitted_ids, n_accepted)``, unchecked."""
         kwargs = {
