@@ -78,7 +78,17 @@ def _did_you_mean(word: str, choices: Iterable[str], shown: Callable[[str], str]
 
 
 def _join(*parts: str) -> str:
-    return "; ".join(p for p in parts if p)
+    """Parts as one message: after a question ("did you mean 'x'?") the next part starts a new
+    sentence, so a question is never followed by "; "."""
+    text = ""
+    for part in (p for p in parts if p):
+        if not text:
+            text = part
+        elif text.endswith("?"):
+            text += " " + part[:1].upper() + part[1:]
+        else:
+            text += "; " + part
+    return text
 
 
 def _looks_like_file(target: str) -> bool:

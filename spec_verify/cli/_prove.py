@@ -2,7 +2,7 @@
 
 Modes (one per call):
 
-- ``--p 1/2,1/4,1/4 --q 1/4,1/2,1/4 [--x 1]``: one position, the table of seed section 3 for
+- ``--p 1/2,1/4,1/4 --q 1/4,1/2,1/4 [--x 1]``: one position, the hand-worked table for
   each drafted ``x`` (the cells each draw falls in, their exact widths, the outcome), then the
   first token over ``x ~ q`` against ``p`` and the verdict;
 - ``--case THEOREM/INDEX``: one generated case (as failures print it), its distribution against

@@ -311,11 +311,11 @@ _PARAM_SETS: list[dict[str, Any]] = [
 
 def _hand_case(theorem: str) -> Case | None:
     F = Fraction
-    if theorem == "one_position":  # seed section 3
+    if theorem == "one_position":  # the contract's hand-worked one-position case
         p, q = (F(1, 2), F(1, 4), F(1, 4)), (F(1, 4), F(1, 2), F(1, 4))
         models = Models(3, (), _constant(p), _constant(q))
         return Case(theorem, "one_position/0",
-                    "seed section 3: p = [1/2, 1/4, 1/4], q = [1/4, 1/2, 1/4]", models, 1)
+                    "hand-worked case: p = [1/2, 1/4, 1/4], q = [1/4, 1/2, 1/4]", models, 1)
     if theorem == "deterministic_drafts":  # drafts 2 then 0; p(2) = 0 after the context
         rows: dict[tuple[int, ...], Dist] = {
             (): (F(1, 2), F(1, 2), F(0)), (2,): (F(1, 3), F(0), F(2, 3)),

@@ -177,7 +177,7 @@ def test_cases_are_seeded_and_named() -> None:
         assert [c.name for c in first] == [f"{theorem}/{i}" for i in range(4)]
         assert [c.expected() for c in first] == [c.expected() for c in again]
         assert named_case(f"{theorem}/3", seed=7).expected() == first[3].expected()
-    assert generate_cases("one_position", 1)[0].description.startswith("seed section 3")
+    assert generate_cases("one_position", 1)[0].description.startswith("hand-worked case")
 
 
 @pytest.mark.parametrize(
