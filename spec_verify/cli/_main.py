@@ -8,6 +8,7 @@ Each sub-command lives in its own ``_cmd_<name>.py`` module exposing
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import os
 import sys
@@ -76,6 +77,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return ExitCode.USAGE_ERROR
+    refusal = _open_file_limit_refusal()
+    if refusal:
+        print(f"spec-verify {args.command}: error: {refusal}", file=sys.stderr)
+        return ExitCode.USAGE_ERROR
     try:
         code: int = args.func(args)
     except KeyboardInterrupt:
@@ -86,15 +91,56 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"spec-verify {args.command}: stopped: its output was closed (broken pipe)",
               file=sys.stderr)
         return ExitCode.INTERRUPTED
+    except OSError as error:
+        if error.errno not in (errno.EMFILE, errno.ENFILE):
+            return _internal_error(args.command)
+        print(f"spec-verify {args.command}: error: out of file descriptors ({error.strerror}): "
+              f"raise the open-file limit (ulimit -n {_FILES_WANTED}) and run it again",
+              file=sys.stderr)  # fmt: skip
+        return ExitCode.USAGE_ERROR
     except Exception:  # fail closed: a harness bug is never a pass, and never looks like FAILED
-        traceback.print_exc()
-        print(
-            f"spec-verify {args.command}: internal error (exit {int(ExitCode.HARNESS_ERROR)}); "
-            "please report it with the traceback above",
-            file=sys.stderr,
-        )
-        return ExitCode.HARNESS_ERROR
+        return _internal_error(args.command)
     return int(code)
+
+
+def _internal_error(command: str) -> int:
+    traceback.print_exc()
+    print(
+        f"spec-verify {command}: internal error (exit {int(ExitCode.HARNESS_ERROR)}); "
+        "please report it with the traceback above",
+        file=sys.stderr,
+    )
+    return ExitCode.HARNESS_ERROR
+
+
+# Workers talk over pipes, sockets and pidfds, a few per worker: below _FILES_NEEDED a run
+# would die part-way with EMFILE, so it is refused up front (after raising the soft limit
+# towards _FILES_WANTED where the hard limit allows).
+_FILES_NEEDED = 64
+_FILES_WANTED = 1024
+
+
+def _open_file_limit_refusal() -> str:
+    """"" when the open-file limit is enough (raising the soft limit first if it can), else
+    the one-line reason and fix."""
+    try:
+        import resource
+    except ImportError:  # not POSIX: nothing to check
+        return ""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and soft < _FILES_WANTED:
+        raised = _FILES_WANTED if hard == resource.RLIM_INFINITY else min(hard, _FILES_WANTED)
+        if raised > soft:
+            try:
+                resource.setrlimit(resource.RLIMIT_NOFILE, (raised, hard))
+                soft = raised
+            except (OSError, ValueError):
+                pass
+    if soft != resource.RLIM_INFINITY and soft < _FILES_NEEDED:
+        return (f"the open-file limit is {soft} (ulimit -n) and spec-verify needs at least "
+                f"{_FILES_NEEDED} (its workers talk over pipes and sockets): raise it "
+                f"(ulimit -n {_FILES_WANTED}) and run it again")  # fmt: skip
+    return ""
 
 
 def _silence_stdout() -> None:

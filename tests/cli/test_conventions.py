@@ -155,3 +155,38 @@ def test_compare_json_to_stdout_names_its_schema(tmp_path, monkeypatch, capsys) 
     _header_ok(data, "compare")
     assert code == 0 and data["passed"] is True
     assert captured.err.count("SAME LAW: ") == 1 and "same law:" not in captured.err
+
+
+def _with_open_files(limit: int):
+    def lower() -> None:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
+
+    return lower
+
+
+def test_too_few_open_files_is_a_usage_error_before_any_work() -> None:
+    # `ulimit -n 8` used to end in a traceback from deep inside the worker start (exit 3)
+    started = subprocess.run(
+        [sys.executable, "-m", "spec_verify", "check", "--quick"], capture_output=True,
+        text=True, timeout=120, preexec_fn=_with_open_files(8),
+    )  # fmt: skip
+    assert started.returncode == ExitCode.USAGE_ERROR, started.stderr
+    assert "open-file limit is 8" in started.stderr and "ulimit -n" in started.stderr
+    assert "Traceback" not in started.stderr and started.stdout == ""
+
+
+def test_a_low_soft_limit_is_raised_not_refused() -> None:
+    # control: a soft limit of 8 under a generous hard limit is raised, and the command runs
+    def lower_soft() -> None:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_NOFILE, (8, 4096))
+
+    started = subprocess.run(
+        [sys.executable, "-m", "spec_verify", "power", "--vocab", "4", "--delta", "0.2"],
+        capture_output=True, text=True, timeout=120, preexec_fn=lower_soft,
+    )  # fmt: skip
+    assert started.returncode == 0, started.stderr
+    assert "open-file limit" not in started.stderr
