@@ -81,6 +81,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if refusal:
         print(f"spec-verify {args.command}: error: {refusal}", file=sys.stderr)
         return ExitCode.USAGE_ERROR
+    return _run_command(args)
+
+
+def _run_command(args: argparse.Namespace) -> int:
+    """The command's exit code; a harness failure is exit 3 with its traceback, never a pass."""
     try:
         code: int = args.func(args)
     except KeyboardInterrupt:
