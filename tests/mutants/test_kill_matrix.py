@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from spec_verify.mutants import CATALOGUE
 from spec_verify.mutants.grader import run_mutants
 
@@ -21,6 +23,7 @@ def _nodes(mutant_killed_by):
     return [f"reference/{node.removeprefix('reference/')}" for node in mutant_killed_by]
 
 
+@pytest.mark.slow  # every mutant's graded run: 157 s idle, 250 s loaded (CI runs it with --runslow)
 def test_each_mutant_is_killed_by_its_declared_test():
     plan: dict[str | None, list[str]] = {
         None: sorted({node for m in CATALOGUE for node in _nodes(m.killed_by)})}
