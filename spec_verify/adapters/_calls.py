@@ -63,6 +63,8 @@ class UniformPlan:
 
 
 class Outcome(enum.Enum):
+    """How one call ended: ``OK`` with its value, or ``ERR`` with the exception it raised."""
+
     OK = "ok"
     ERR = "err"
 

@@ -21,10 +21,10 @@ _V = 64_000  # a row of 512 kB, above SHARED_ABOVE
 
 
 @pytest.fixture(scope="module")
-def clean_port() -> Path:
-    from spec_verify.adapters._rust_build import build_port
-
-    return build_port()
+def clean_port(rust_port: Path) -> Path:
+    """The session's clean build (tests/ffi/conftest.py), from the repository's crate: an
+    installed package ships no Cargo.toml."""
+    return rust_port
 
 
 def _impls(lib: Path) -> tuple[FfiImplementation, FfiImplementation]:

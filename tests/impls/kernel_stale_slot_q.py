@@ -34,7 +34,9 @@ def rejection_sample(ids: Any, lengths: Any, q: Any, p: Any, bonus: Any, seed: i
     for slot, k in enumerate(lengths):
         current = q_rows[start:start + k]
         stale = _BUFFER.get(slot)
-        buffered = len(lengths) > 2 and stale is not None and len(stale) >= k
+        # the slot's buffer from its previous occupant, where it has the same vocabulary
+        buffered = (len(lengths) > 2 and stale is not None and len(stale) >= k
+                    and stale.shape[1:] == current.shape[1:])
         used = stale[:k] if buffered else current
         for i in range(k):
             x, p_i, q_i = int(drafts[start + i]), p_rows[start + i], used[i]

@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 
+from spec_verify.adapters import Implementation
 from spec_verify.reference import SamplingParams, sampling_distribution, verify_draft
 from spec_verify.results import Status
 from spec_verify.tiers import parity
@@ -71,7 +72,7 @@ def iter_source(values):
     return Source()
 
 
-class Shifted:
+class Shifted(Implementation):
     """The reference with every uniform moved by ``shift`` ulps: what an exp an ulp away does
     to a decision at a boundary (and nothing elsewhere)."""
 
