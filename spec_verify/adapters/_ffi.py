@@ -125,6 +125,23 @@ _u64 = ctypes.c_uint64
 _f64 = ctypes.c_double
 
 # name -> (restype, argtypes): the header, function by function.
+
+# The arguments every chain symbol ends with (sv_verify_draft, its rule variants and
+# sv_propose_and_verify): the context, the uniform source and the outputs.
+_CHAIN_TAIL = (
+    _I64P,  # history
+    _i64,  # n_history
+    _I64P,  # prompt
+    _i64,  # n_prompt
+    _UniformFn,  # uniform
+    ctypes.c_void_p,  # uniform_ctx
+    _u64,  # pcg_seed
+    _I64P,  # out_ids
+    _i64,  # out_capacity
+    _I64P,  # out_n_emitted
+    _I64P,  # out_n_accepted
+)
+
 SYMBOLS: dict[str, tuple[Any, tuple[Any, ...]]] = {
     "sv_abi_version": (ctypes.c_uint32, ()),
     "sv_last_error": (ctypes.c_char_p, ()),
@@ -149,17 +166,7 @@ SYMBOLS: dict[str, tuple[Any, tuple[Any, ...]]] = {
             _I64P,  # draft_ids
             _F64P,  # draft_probs
             _PARAMSP,  # params
-            _I64P,  # history
-            _i64,  # n_history
-            _I64P,  # prompt
-            _i64,  # n_prompt
-            _UniformFn,  # uniform
-            ctypes.c_void_p,  # uniform_ctx
-            _u64,  # pcg_seed
-            _I64P,  # out_ids
-            _i64,  # out_capacity
-            _I64P,  # out_n_emitted
-            _I64P,  # out_n_accepted
+            *_CHAIN_TAIL,
         ),
     ),
     "sv_prompt_lookup": (
@@ -176,14 +183,6 @@ RULE_SYMBOLS = {
     "block": "sv_verify_block",
     "sampler_match": "sv_verify_sampler_match",
 }
-# Each optional symbol whose SV_CAP bit must agree with exporting it (else the library is
-# refused): symbol -> (bit name, bit).
-SYMBOL_BITS = {
-    "sv_verify_tree": ("SV_CAP_VERIFY_TREE", 1 << 5),
-    "sv_verify_block": ("SV_CAP_VERIFY_BLOCK", 1 << 8),
-    "sv_verify_sampler_match": ("SV_CAP_VERIFY_SAMPLER_MATCH", 1 << 9),
-    "sv_propose_and_verify": ("SV_CAP_PROPOSE_AND_VERIFY", 1 << 10),
-}
 
 # The SV_CAP_* bits of sv_capabilities (spec_verify.h), by capability name.
 CAPABILITY_BITS: dict[str, int] = {
@@ -195,6 +194,15 @@ CAPABILITY_BITS: dict[str, int] = {
     "verify_tree": 1 << 5,
     "float32": 1 << 6,
     "propose_and_verify": 1 << 10,
+}
+
+# Each optional symbol whose SV_CAP bit must agree with exporting it (else the library is
+# refused): symbol -> (bit name, bit).
+SYMBOL_BITS = {
+    "sv_verify_tree": ("SV_CAP_VERIFY_TREE", CAPABILITY_BITS["verify_tree"]),
+    "sv_verify_block": ("SV_CAP_VERIFY_BLOCK", 1 << 8),
+    "sv_verify_sampler_match": ("SV_CAP_VERIFY_SAMPLER_MATCH", 1 << 9),
+    "sv_propose_and_verify": ("SV_CAP_PROPOSE_AND_VERIFY", CAPABILITY_BITS["propose_and_verify"]),
 }
 
 # Optional symbols: a library without them is still ABI version 2 (a capability less).
@@ -211,17 +219,7 @@ OPTIONAL_SYMBOLS: dict[str, tuple[Any, tuple[Any, ...]]] = {
             _i64,  # V
             _PARAMSP,  # params
             _PARAMSP,  # draft_params (NULL: params)
-            _I64P,  # history
-            _i64,  # n_history
-            _I64P,  # prompt
-            _i64,  # n_prompt
-            _UniformFn,  # uniform
-            ctypes.c_void_p,  # uniform_ctx
-            _u64,  # pcg_seed
-            _I64P,  # out_ids
-            _i64,  # out_capacity
-            _I64P,  # out_n_emitted
-            _I64P,  # out_n_accepted
+            *_CHAIN_TAIL,
         ),
     ),
     "sv_verify_tree": (
